@@ -1,0 +1,53 @@
+"""The `lagnet` console script. Each subcommand lives with its concept and registers itself here."""
+
+import argparse
+import importlib
+import sys
+
+# (module, description): each module defines `register(subparsers)` that adds its subcommand(s).
+_COMMANDS = (
+    "lagnet.demo",
+    "lagnet.data.commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lagnet",
+        description="Learn the dynamics of mechanical systems with physics built in (PINODE-style).",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # the subcommand is not part of this build yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"lagnet {__version__}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as e:
+        # Configuration and data errors are the user's to fix: show the message, not a traceback.
+        print(f"lagnet {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

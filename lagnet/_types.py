@@ -3,13 +3,13 @@
 `n` is the number of degrees of freedom, `m` the number of inputs, `steps` the length of a trajectory.
 """
 
-from jaxtyping import Array, ArrayLike, Float, PyTree, Scalar
+from jaxtyping import Array, ArrayLike, Float, Int, PyTree, Scalar
 
-Q = Float[Array, "n"]
-QDot = Float[Array, "n"]
-QDDot = Float[Array, "n"]
-Force = Float[Array, "n"]
-U = Float[Array, "m"]
+Q = Float[Array, " n"]
+QDot = Float[Array, " n"]
+QDDot = Float[Array, " n"]
+Force = Float[Array, " n"]
+U = Float[Array, " m"]
 MassMatrix = Float[Array, "n n"]
 InputMatrix = Float[Array, "n m"]
 Trajectory = Float[Array, "steps n"]
@@ -20,6 +20,7 @@ __all__ = [
     "Array",
     "ArrayLike",
     "Float",
+    "Int",
     "PyTree",
     "Scalar",
     "Q",

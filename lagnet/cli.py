@@ -4,9 +4,10 @@ import argparse
 import importlib
 import sys
 
-# (module, description): each module defines `register(subparsers)` that adds its subcommand(s).
+# Each module defines `register(subparsers)` that adds its subcommand(s).
 _COMMANDS = (
-    "lagnet.demo",
+    "lagnet.train.commands",
+    "lagnet.evaluate.commands",
     "lagnet.data.commands",
 )
 

@@ -1,0 +1,10 @@
+"""Known + learned models: PINODE, learned potentials, the pure ODE and black-box baselines."""
+
+from .base import AbstractModel as AbstractModel
+from .blackbox import BlackBox as BlackBox
+from .features import StateFeatures as StateFeatures
+from .friction import Friction as Friction
+from .friction import fit_friction as fit_friction
+from .mlp import make_mlp as make_mlp
+from .pinode import PINODE as PINODE
+from .potential import LearnedPotential as LearnedPotential

@@ -1,0 +1,63 @@
+"""Learned models: anything `lagnet.rollout` can step, q̈ = f(q, q̇, u)."""
+
+import abc
+
+import equinox as eqx
+import jax
+
+from .._types import Q, QDDot, QDot, U
+from ..systems import AbstractSystem
+from .features import StateFeatures
+
+
+class AbstractModel(eqx.Module):
+    """A model of q̈ = f(q, q̇, u) for one sample, built around a known `system` (its coordinates, angles and inputs).
+
+    `trainable()` says which leaves an optimiser may change (a pytree of bools shaped like the model): the known
+    system's parameters are frozen unless a model marks them learnable.
+    """
+
+    system: eqx.AbstractVar[AbstractSystem]
+
+    @abc.abstractmethod
+    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot: ...
+
+    @property
+    def velocity_dependent(self) -> bool:
+        return True
+
+    @property
+    def n_dof(self) -> int:
+        return self.system.n_dof
+
+    @property
+    def coordinate_names(self):
+        return self.system.coordinate_names
+
+    @property
+    def angles(self):
+        return self.system.angles
+
+    @property
+    def input_names(self):
+        return self.system.input_names
+
+    def energy(self, q: Q, qd: QDot):
+        """The model's mechanical energy (the known system's unless the model learns its own)."""
+        return self._known_system().energy(q, qd)
+
+    def _known_system(self) -> AbstractSystem:
+        return self.system
+
+    def trainable(self):
+        """A filter spec for `eqx.partition`: True for the inexact arrays an optimiser updates.
+
+        The known system and the feature statistics are frozen (a `False` prefix over each).
+        """
+
+        def frozen(x):
+            return isinstance(x, AbstractSystem | StateFeatures)
+
+        return jax.tree_util.tree_map(
+            lambda x: False if frozen(x) else eqx.is_inexact_array(x), self, is_leaf=frozen
+        )

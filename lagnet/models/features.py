@@ -1,0 +1,67 @@
+"""What a network sees of the state: angles as (sin, cos), everything scaled to order one."""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._types import Array, Float, Q, QDot, U
+
+
+class StateFeatures(eqx.Module):
+    """φ(q, q̇, u) = [sin/cos of angles, (q_other − μ)/σ, (q̇ − μ)/σ, (u − μ)/σ].
+
+    Angles enter as (sin θ, cos θ) so the features are 2π-periodic; the other entries are standardised with fixed
+    (not trained) statistics of the training data. `n_inputs` counts all inputs the network sees, including a
+    history of past inputs when the model is given one.
+    """
+
+    angles: tuple[bool, ...] = eqx.field(static=True)
+    q_mean: Float[Array, " n"]
+    q_scale: Float[Array, " n"]
+    qd_scale: Float[Array, " n"]
+    u_scale: Float[Array, " m"]
+
+    def __init__(
+        self, angles, n_inputs: int, q_mean=None, q_scale=None, qd_scale=None, u_scale=None
+    ):
+        n = len(angles)
+        self.angles = tuple(bool(a) for a in angles)
+        self.q_mean = jnp.zeros(n) if q_mean is None else jnp.asarray(q_mean, float)
+        self.q_scale = jnp.ones(n) if q_scale is None else jnp.asarray(q_scale, float)
+        self.qd_scale = jnp.ones(n) if qd_scale is None else jnp.asarray(qd_scale, float)
+        self.u_scale = jnp.ones(n_inputs) if u_scale is None else jnp.asarray(u_scale, float)
+
+    @property
+    def size(self) -> int:
+        n_angles = sum(self.angles)
+        n = len(self.angles)
+        return 2 * n_angles + (n - n_angles) + n + self.u_scale.shape[0]
+
+    def __call__(self, q: Q, qd: QDot, u: U) -> Float[Array, " features"]:
+        idx = np.flatnonzero(self.angles)
+        other = np.flatnonzero(~np.asarray(self.angles, bool))
+        parts = [
+            jnp.sin(q[idx]),
+            jnp.cos(q[idx]),
+            (q[other] - self.q_mean[other]) / self.q_scale[other],
+            qd / self.qd_scale,
+            u / self.u_scale,
+        ]
+        return jnp.concatenate(parts)
+
+    @classmethod
+    def from_data(cls, angles, q, qd, u) -> "StateFeatures":
+        """Statistics from arrays q (T, n), q̇ (T, n), u (T, m)."""
+
+        def scale(x):
+            s = np.std(np.asarray(x), axis=0)
+            return np.where(s > 1e-12, s, 1.0)
+
+        return cls(
+            angles,
+            np.shape(u)[1],
+            q_mean=np.mean(np.asarray(q), axis=0),
+            q_scale=scale(q),
+            qd_scale=scale(qd),
+            u_scale=scale(u),
+        )

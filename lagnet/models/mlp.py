@@ -1,0 +1,53 @@
+"""The multilayer perceptrons of the learned parts."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+ACTIVATIONS = {
+    "relu": jax.nn.relu,
+    "tanh": jnp.tanh,
+    "softplus": jax.nn.softplus,
+    "gelu": jax.nn.gelu,
+    "silu": jax.nn.silu,
+    "elu": jax.nn.elu,
+    "identity": lambda x: x,
+}
+
+
+def make_mlp(
+    in_size: int,
+    out_size: int | str,
+    *,
+    width: int,
+    depth: int,
+    activation: str,
+    final_activation: str,
+    zero_output: bool,
+    key,
+) -> eqx.nn.MLP:
+    """An MLP with `depth` hidden layers of `width`; the last layer starts at zero when `zero_output`.
+
+    Starting the output at zero makes a residual network begin as "no correction": the model starts as the known
+    physics (plus fitted friction) and can only improve on it.
+    """
+    for name in (activation, final_activation):
+        if name not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {name!r}; expected one of {sorted(ACTIVATIONS)}")
+    mlp = eqx.nn.MLP(
+        in_size,
+        out_size,
+        width_size=width,
+        depth=depth,
+        activation=ACTIVATIONS[activation],
+        final_activation=ACTIVATIONS[final_activation],
+        key=key,
+    )
+    if zero_output:
+        last = mlp.layers[-1]
+        mlp = eqx.tree_at(
+            lambda m: (m.layers[-1].weight, m.layers[-1].bias),
+            mlp,
+            (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)),
+        )
+    return mlp

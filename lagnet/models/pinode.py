@@ -1,0 +1,96 @@
+"""PINODE: known M, C, G, B plus learned non-conservative forces (Roehrl et al., eq. 8–9)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._types import Q, QDDot, QDot, U
+from ..systems import AbstractSystem
+from .base import AbstractModel
+from .features import StateFeatures
+from .friction import Friction
+
+
+class PINODE(AbstractModel):
+    """q̈ = M(q)⁻¹ [B(q) u + Q_f(q̇) + s · Q_θ(φ(q, q̇, u)) − C(q, q̇) q̇ − G(q)].
+
+    - `system`: the known mechanics; the parameters named in `learn_parameters` are learned (kept positive by a
+      log parametrisation), the rest stay fixed.
+    - `friction`: optional parametric friction Q_f (Coulomb + viscous), e.g. fitted by least squares.
+    - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with output scale s;
+      `None` gives the pure ODE model.
+    - `friction_trainable`: whether training refines the friction coefficients.
+    - `input_history`: the network also sees the last k inputs (u is then (m · (k + 1),), newest first), since with a
+      lagging actuator (q, q̇, u) alone is not Markov. The physics uses only the newest input.
+    """
+
+    system: AbstractSystem
+    friction: Friction | None
+    network: eqx.Module | None
+    features: StateFeatures | None
+    log_parameters: dict[str, jax.Array]
+    force_on: tuple[int, ...] = eqx.field(static=True)
+    output_scale: float = eqx.field(static=True)
+    input_history: int = eqx.field(static=True)
+    friction_trainable: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        system: AbstractSystem,
+        *,
+        friction: Friction | None = None,
+        network: eqx.Module | None = None,
+        features: StateFeatures | None = None,
+        learn_parameters: tuple[str, ...] = (),
+        force_on: tuple[int, ...] | None = None,
+        output_scale: float = 1.0,
+        input_history: int = 0,
+        friction_trainable: bool = True,
+    ):
+        self.system = system
+        self.friction = friction
+        self.network = network
+        self.features = features
+        if network is not None and features is None:
+            raise ValueError("PINODE: a network needs `features` (what it sees of the state)")
+        log_parameters = {}
+        for name in learn_parameters:
+            value = getattr(system, name, None)
+            if not isinstance(value, jax.Array):
+                raise ValueError(
+                    f"PINODE.learn_parameters: {type(system).__name__} has no parameter {name!r}"
+                )
+            log_parameters[name] = jnp.log(value)
+        self.log_parameters = log_parameters
+        self.force_on = tuple(range(system.n_dof)) if force_on is None else tuple(force_on)
+        self.output_scale = float(output_scale)
+        self.input_history = int(input_history)
+        self.friction_trainable = bool(friction_trainable)
+
+    def trainable(self):
+        mask = super().trainable()
+        if self.friction is not None and not self.friction_trainable:
+            mask = eqx.tree_at(lambda m: m.friction, mask, False)
+        return mask
+
+    def _known_system(self) -> AbstractSystem:
+        if not self.log_parameters:
+            return self.system
+        names = tuple(self.log_parameters)
+        values = tuple(jnp.exp(self.log_parameters[k]) for k in names)
+        return eqx.tree_at(lambda s: tuple(getattr(s, k) for k in names), self.system, values)
+
+    def nonconservative_force(self, q: Q, qd: QDot, u: U) -> QDot:
+        """Q = Q_f(q̇) + s · Q_θ(q, q̇, u): everything the known mechanics does not give."""
+        force = jnp.zeros_like(qd)
+        if self.friction is not None:
+            force = force + self.friction(qd)
+        if self.network is not None:
+            out = self.output_scale * self.network(self.features(q, qd, u))
+            force = force.at[jnp.asarray(self.force_on)].add(out)
+        return force
+
+    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot:
+        system = self._known_system()
+        u_now = u[: system.n_inputs]
+        return system.acceleration(q, qd, u_now, self.nonconservative_force(q, qd, u))

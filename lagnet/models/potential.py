@@ -1,0 +1,67 @@
+"""A learned potential V_θ(q) with known or learned inertia, and optional passive learned dissipation."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+
+from .._types import Q, QDDot, QDot, U
+from ..systems import AbstractSystem
+from .base import AbstractModel
+from .features import StateFeatures
+
+
+class LearnedPotential(AbstractModel):
+    """M(q) q̈ + C(q, q̇) q̇ + ∂V_θ/∂q = B(q) u − ∂D_θ/∂q̇.
+
+    - V_θ(q) = `potential(φ(q))` is an MLP with a scalar output; forces by autodiff.
+    - Inertia: the known system's M(q) (and its C), or when `learn_mass` a constant SPD matrix L Lᵀ with L lower
+      triangular, diagonal kept positive.
+    - Dissipation (optional): Rayleigh D_θ = ½ q̇ᵀ R(q) R(q)ᵀ q̇ with R(q) from an MLP, so the dissipated power
+      q̇ᵀ ∂D/∂q̇ = |Rᵀ q̇|² ≥ 0: without input the learned energy T + V_θ can never grow.
+    """
+
+    system: AbstractSystem
+    potential: eqx.Module
+    features: StateFeatures
+    mass_factor: jax.Array | None
+    dissipation: eqx.Module | None
+
+    def _mass(self, q):
+        if self.mass_factor is None:
+            return self.system.mass_matrix(q)
+        lower = jnp.tril(self.mass_factor, -1) + jnp.diag(jnp.exp(jnp.diag(self.mass_factor)))
+        return lower @ lower.T
+
+    def learned_potential(self, q: Q):
+        u0 = jnp.zeros(self.features.u_scale.shape, q.dtype)
+        return self.potential(self.features(q, jnp.zeros_like(q), u0))[0]
+
+    def dissipation_factor(self, q: Q):
+        n = q.shape[0]
+        u0 = jnp.zeros(self.features.u_scale.shape, q.dtype)
+        return self.dissipation(self.features(q, jnp.zeros_like(q), u0)).reshape(n, n)
+
+    def dissipation_force(self, q: Q, qd: QDot) -> QDot:
+        """−∂D/∂q̇ = −R Rᵀ q̇."""
+        if self.dissipation is None:
+            return jnp.zeros_like(qd)
+        r = self.dissipation_factor(q)
+        return -r @ (r.T @ qd)
+
+    def energy(self, q: Q, qd: QDot):
+        return 0.5 * qd @ self._mass(q) @ qd + self.learned_potential(q)
+
+    @property
+    def velocity_dependent(self) -> bool:
+        known = self.mass_factor is None and self.system.velocity_dependent
+        return known or self.dissipation is not None
+
+    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot:
+        force = -jax.grad(self.learned_potential)(q) + self.dissipation_force(q, qd)
+        if self.system.n_inputs > 0:
+            force = force + self.system.input_matrix(q) @ u[: self.system.n_inputs]
+        if self.mass_factor is None:
+            force = force - self.system.coriolis(q, qd) @ qd
+            return self.system.solve_mass(q, force)
+        return jsl.cho_solve(jsl.cho_factor(self._mass(q), lower=True), force)

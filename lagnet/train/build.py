@@ -1,0 +1,198 @@
+"""From a validated config to objects: the registry of known classes (nothing is imported by name from a file)."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import integrators as _integrators
+from .. import systems as _systems
+from ..config import ConfigError
+from ..models import (
+    PINODE,
+    BlackBox,
+    Friction,
+    LearnedPotential,
+    StateFeatures,
+    fit_friction,
+    make_mlp,
+)
+
+SYSTEM_REGISTRY = {
+    "pendulum": lambda **p: _systems.Pendulum(**p),
+    "cartpole": lambda **p: _systems.CartPole(**p),
+    "double_pendulum": lambda **p: _systems.DoublePendulum(**p),
+    "acrobot": lambda **p: _systems.DoublePendulum.acrobot(**p),
+    "pendubot": lambda **p: _systems.DoublePendulum.pendubot(**p),
+    "duffing": lambda **p: _systems.Duffing(**p),
+    "mass_spring_chain": lambda **p: _systems.MassSpringChain(**p),
+}
+
+INTEGRATOR_REGISTRY = {
+    "rk4": lambda c: _integrators.RK4(),
+    "leapfrog": lambda c: _integrators.Leapfrog(),
+    "symplectic_euler": lambda c: _integrators.SymplecticEuler(),
+    "forward_euler": lambda c: _integrators.ForwardEuler(),
+    "backward_euler": lambda c: _integrators.BackwardEuler(),
+    "newmark": lambda c: _integrators.Newmark(beta=c["beta"], gamma=c["gamma"]),
+    "variational": lambda c: _integrators.Variational(),
+}
+
+
+def with_input_history(traj, history: int):
+    """A trajectory whose inputs also carry the last `history` inputs (see `augment_inputs`)."""
+    if history == 0:
+        return traj
+    names = traj.input_names + tuple(
+        f"{name}[t-{lag}]" for lag in range(1, history + 1) for name in traj.input_names
+    )
+    return dataclasses.replace(traj, u=augment_inputs(traj.u, history), input_names=names)
+
+
+def build_system(config: dict):
+    name, params = config["system"]["name"], config["system"]["params"]
+    try:
+        return SYSTEM_REGISTRY[name](**params)
+    except TypeError as e:
+        raise ConfigError(f"system.params: {e} (system {name!r})") from None
+
+
+def build_integrator(config: dict):
+    return INTEGRATOR_REGISTRY[config["integrator"]["name"]](config["integrator"])
+
+
+def _coordinate_indices(system, names, key: str) -> tuple[int, ...]:
+    out = []
+    for name in names:
+        if name not in system.coordinate_names:
+            raise ConfigError(
+                f"{key}: {name!r} is not a coordinate of {config_system_name(system)} "
+                f"(expected some of {list(system.coordinate_names)})"
+            )
+        out.append(system.coordinate_names.index(name))
+    return tuple(out)
+
+
+def config_system_name(system) -> str:
+    return type(system).__name__
+
+
+def augment_inputs(u: np.ndarray, history: int) -> np.ndarray:
+    """(T, m) → (T, m (k + 1)): each row holds u_t, u_{t−1}, …, u_{t−k} (newest first; zeros before the start)."""
+    if history == 0:
+        return u
+    cols = [u]
+    for lag in range(1, history + 1):
+        shifted = np.zeros_like(u)
+        shifted[lag:] = u[:-lag]
+        cols.append(shifted)
+    return np.concatenate(cols, axis=1)
+
+
+def build_model(config: dict, system, data=None, *, key):
+    """The model the config describes. With `data` (a dict of stacked training samples q, qd, qdd, u) the feature
+    statistics and the friction fit come from it; without, a skeleton of the right shapes (to load a checkpoint into).
+    """
+    mc = config["model"]
+    kind = mc["type"]
+    n, m = system.n_dof, system.n_inputs
+    m_net = m * (1 + mc["input_history"])
+    if data is not None:
+        features = StateFeatures.from_data(system.angles, data["q"], data["qd"], data["u"])
+    else:
+        features = StateFeatures(system.angles, m_net)
+
+    def mlp(out_size, zero):
+        return make_mlp(
+            features.size,
+            out_size,
+            width=mc["width"],
+            depth=mc["depth"],
+            activation=mc["activation"],
+            final_activation=mc["final_activation"],
+            zero_output=zero,
+            key=key,
+        )
+
+    if kind == "known":
+        return PINODE(system)
+    if kind in ("pinode", "pure_ode"):
+        fc = mc["friction"]
+        coulomb = _coordinate_indices(system, fc["coulomb"], "model.friction.coulomb")
+        viscous = _coordinate_indices(system, fc["viscous"], "model.friction.viscous")
+        friction = None
+        if coulomb or viscous:
+            mask_c = tuple(i in coulomb for i in range(n))
+            mask_v = tuple(i in viscous for i in range(n))
+            if data is not None and fc["fit"] == "lstsq":
+                friction = fit_friction(
+                    system,
+                    data["q"],
+                    data["qd"],
+                    data["qdd"],
+                    data["u"][:, :m],
+                    coulomb=mask_c,
+                    viscous=mask_v,
+                    epsilon=fc["epsilon"],
+                )
+            else:
+                friction = Friction.zeros(n, fc["epsilon"])
+        network = None
+        force_on = None
+        if kind == "pinode":
+            force_on = (
+                _coordinate_indices(system, mc["force_on"], "model.force_on")
+                if mc["force_on"] is not None
+                else tuple(range(n))
+            )
+            network = mlp(len(force_on), mc["zero_init"])
+        for name in mc["learn_parameters"]:
+            if not isinstance(getattr(system, name, None), jax.Array):
+                raise ConfigError(
+                    f"model.learn_parameters: {config_system_name(system)} has no parameter {name!r}"
+                )
+        return PINODE(
+            system,
+            friction=friction,
+            network=network,
+            features=features if network is not None else None,
+            learn_parameters=tuple(mc["learn_parameters"]),
+            force_on=force_on,
+            output_scale=mc["output_scale"],
+            input_history=mc["input_history"],
+            friction_trainable=mc["friction"]["trainable"],
+        )
+    if kind == "blackbox":
+        return BlackBox(system, mlp(n, False), features, mc["output_scale"], mc["input_history"])
+    if kind == "potential":
+        k1, k2 = jax.random.split(key)
+        potential = make_mlp(
+            features.size,
+            1,
+            width=mc["width"],
+            depth=mc["depth"],
+            activation="softplus"
+            if mc["activation"] == "relu"  # V must be smooth: its gradient is the force
+            else mc["activation"],
+            final_activation="identity",
+            zero_output=False,
+            key=k1,
+        )
+        dissipation = (
+            make_mlp(
+                features.size,
+                n * n,
+                width=mc["width"],
+                depth=mc["depth"],
+                activation="tanh",
+                final_activation="identity",
+                zero_output=True,
+                key=k2,
+            )
+            if mc["dissipation"]
+            else None
+        )
+        mass_factor = jnp.zeros((n, n)) if mc["learn_mass"] else None
+        return LearnedPotential(system, potential, features, mass_factor, dissipation)
+    raise ConfigError(f"model.type {kind!r} is not known")

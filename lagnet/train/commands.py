@@ -1,0 +1,53 @@
+"""`lagnet train CONFIG [--set key.path=value ...] [--out RUN_DIR]`."""
+
+import argparse
+import os
+
+from .. import config as _config
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a model from a YAML config",
+        description=(
+            "Train the model a YAML config describes (see configs/ and `lagnet train --show-config`) "
+            "and write a run directory: config.yaml (the resolved config), checkpoints/best.eqx and "
+            "last.eqx, metrics.jsonl (one line per epoch) and summary.json."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", nargs="?", help="a YAML config file")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a config value, e.g. --set training.epochs=5 (repeatable; VALUE is YAML)",
+    )
+    p.add_argument("--out", help="the run directory (default: runs/<config name>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print every config key with its default and exit",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.show_config:
+        print(_config.describe())
+        return 0
+    if not args.config:
+        raise ValueError("lagnet train needs a CONFIG file (or --show-config)")
+    config = _config.load_config(args.config, args.set)
+    from .loop import train
+
+    out = args.out or os.path.join("runs", config["name"])
+    result = train(config, out, progress=not args.quiet)
+    print(
+        f"trained {config['name']} ({config['model']['type']}): best validation loss "
+        f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"
+    )
+    return 0

@@ -1,0 +1,310 @@
+"""Training through the solver: jit-compiled epochs of (rollout → loss → grad → optax update)."""
+
+import dataclasses
+import json
+import os
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm.auto import tqdm
+
+from .. import config as _config
+from ..data.loader import finite_difference, load_trajectories
+from ..data.windows import make_windows, split_by_file, split_by_time
+from .build import build_integrator, build_model, build_system, with_input_history
+from .checkpoint import save_json, save_tree, save_yaml
+from .loss import StateLoss, batch_loss
+
+
+@dataclasses.dataclass
+class TrainResult:
+    run_dir: str
+    model: eqx.Module
+    best_validation: float
+    epochs: int
+    seconds: float
+
+
+def set_precision(config: dict) -> None:
+    """float64 needs x64 switched on before any array is made (float32 runs cast explicitly, so x64 is never
+    switched off: that would break float64 work elsewhere in the same process)."""
+    if config["dtype"] == "float64":
+        jax.config.update("jax_enable_x64", True)
+
+
+def load_training_data(config: dict, system):
+    """The training recordings (truncated to `data.max_duration`), split by time into train and validation blocks."""
+    dc = config["data"]
+    if not dc["train"]:
+        raise _config.ConfigError("data.train must name at least one file")
+    trajs = []
+    for path in dc["train"]:
+        trajs.extend(load_trajectories(path, dc["mapping"], system=system))
+    if dc["max_duration"] is not None:
+        kept, left = [], dc["max_duration"]
+        for traj in trajs:
+            if left <= 0:
+                break
+            rows = int(np.searchsorted(traj.t - traj.t[0], left, side="right"))
+            kept.append(traj.slice(0, rows) if rows < traj.n_rows else traj)
+            left -= kept[-1].duration
+        trajs = kept
+    history = config["model"]["input_history"]
+    if history:
+        trajs = [with_input_history(t, history) for t in trajs]
+    if config["integrator"]["dt"] is not None:
+        dt = config["integrator"]["dt"]
+        trajs = [dataclasses.replace(t, t=t.t[0] + dt * np.arange(t.n_rows)) for t in trajs]
+    v = dc["validation_fraction"]
+    if v > 0 and len(trajs) >= 10:
+        # Many short episodes (e.g. sampled pairs of states): hold out whole episodes.
+        splits = split_by_file(trajs, {"train": 1 - v, "validation": v}, seed=config["seed"])
+    elif v > 0:
+        splits = split_by_time(trajs, {"train": 1 - v, "validation": v})
+    else:
+        splits = {"train": trajs, "validation": []}
+    return splits["train"], splits["validation"]
+
+
+def sample_statistics(trajs) -> dict:
+    """Stacked samples (q, q̇, q̈ by central differences of q̇, u) for feature scales and friction fits."""
+    q = np.concatenate([t.q for t in trajs])
+    qd = np.concatenate([t.qd for t in trajs])
+    qdd = np.concatenate([finite_difference(t.qd, t.t, "central") for t in trajs])
+    u = np.concatenate([t.u for t in trajs])
+    return {"q": q, "qd": qd, "qdd": qdd, "u": u}
+
+
+def make_loss(config: dict, system, stats) -> StateLoss:
+    tc = config["training"]
+    n = system.n_dof
+
+    def weights(key):
+        w = tc[key]
+        if w is None:
+            return jnp.ones(n)
+        if len(w) != n:
+            raise _config.ConfigError(
+                f"training.{key} must have {n} entries (one per coordinate), got {w}"
+            )
+        return jnp.asarray(w, float)
+
+    if tc["normalise"]:
+        sq = np.where(np.asarray(system.angles), 1.0, np.std(stats["q"], axis=0))
+        sqd = np.std(stats["qd"], axis=0)
+        sq, sqd = np.where(sq > 1e-12, sq, 1.0), np.where(sqd > 1e-12, sqd, 1.0)
+    else:
+        sq, sqd = np.ones(n), np.ones(n)
+    return StateLoss(
+        system.angles,
+        weights("weights_q"),
+        weights("weights_qd"),
+        jnp.asarray(sq),
+        jnp.asarray(sqd),
+    )
+
+
+def make_optimizer(config: dict, steps_per_epoch: int):
+    tc = config["training"]
+    total = max(tc["epochs"] * steps_per_epoch, 1)
+    lr = tc["learning_rate"]
+    if tc["schedule"] == "cosine":
+        schedule = optax.cosine_decay_schedule(lr, total)
+    elif tc["schedule"] == "warmup_cosine":
+        warm = min(tc["warmup_epochs"] * steps_per_epoch, total - 1)
+        schedule = optax.warmup_cosine_decay_schedule(0.0, lr, max(warm, 1), total)
+    else:
+        schedule = lr
+    parts = []
+    if tc["clip_norm"] is not None:
+        parts.append(optax.clip_by_global_norm(tc["clip_norm"]))
+    if tc["optimizer"] == "adamw":
+        parts.append(optax.adamw(schedule, weight_decay=tc["weight_decay"]))
+    else:
+        parts.append(optax.adam(schedule))
+    return optax.chain(*parts)
+
+
+def horizon_at(config: dict, epoch: int) -> int:
+    horizon = config["training"]["horizon"]
+    for start, h in sorted(config["training"]["curriculum"]):
+        if epoch >= start:
+            horizon = h
+    return horizon
+
+
+def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int):
+    """One epoch as a single compiled function: `lax.scan` over shuffled mini-batches, all on the device.
+
+    A step whose loss or gradient is not finite is skipped (parameters and optimiser state unchanged) and counted.
+    """
+
+    def step(carry, starts, data):
+        params, opt_state, skipped = carry
+
+        def loss_of(p):
+            model = eqx.combine(p, static)
+            w = data.batch(starts)
+            return batch_loss(
+                model, integrator, loss, (w.q[:, 0], w.qd[:, 0], w.u, w.dt, w.q[:, 1:], w.qd[:, 1:])
+            )
+
+        value, grads = eqx.filter_value_and_grad(loss_of)(params)
+        updates, new_opt = optimizer.update(grads, opt_state, params)
+        new_params = eqx.apply_updates(params, updates)
+        finite = jnp.isfinite(value) & jnp.all(
+            jnp.stack(
+                [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]
+                or [jnp.array(True)]
+            )
+        )
+        keep = lambda new, old: jax.tree_util.tree_map(  # noqa: E731
+            lambda a, b: jnp.where(finite, a, b), new, old
+        )
+        carry = (
+            keep(new_params, params),
+            keep(new_opt, opt_state),
+            skipped + (~finite).astype(jnp.int32),
+        )
+        return carry, jnp.where(finite, value, jnp.nan)
+
+    @eqx.filter_jit
+    def epoch(params, opt_state, data, key):
+        batches = data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
+        (params, opt_state, skipped), losses = jax.lax.scan(
+            lambda c, s: step(c, s, data), (params, opt_state, jnp.zeros((), jnp.int32)), batches
+        )
+        return params, opt_state, jnp.nanmean(losses), skipped
+
+    return epoch
+
+
+def make_eval_fn(static, integrator, loss, chunk: int = 4096):
+    @eqx.filter_jit
+    def evaluate(params, data):
+        model = eqx.combine(params, static)
+        starts = data.starts
+        w = data.batch(starts[:chunk])
+        return batch_loss(
+            model, integrator, loss, (w.q[:, 0], w.qd[:, 0], w.u, w.dt, w.q[:, 1:], w.qd[:, 1:])
+        )
+
+    return evaluate
+
+
+def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
+    """Train the model a validated config describes; write the run directory; return the best model."""
+    set_precision(config)
+    dtype = jnp.float64 if config["dtype"] == "float64" else jnp.float32
+    start_time = time.perf_counter()
+    os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
+    save_yaml(os.path.join(run_dir, "config.yaml"), config)
+
+    key = jax.random.key(config["seed"])
+    model_key, data_key = jax.random.split(key)
+    system = build_system(config)
+    train_trajs, val_trajs = load_training_data(config, system)
+    stats = sample_statistics(train_trajs)
+    model = build_model(config, system, stats, key=model_key)
+    model = jax.tree_util.tree_map(
+        lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, model
+    )
+    integrator = build_integrator(config)
+    loss = make_loss(config, system, stats)
+    tc = config["training"]
+
+    params, static = eqx.partition(model, model.trainable())
+    horizon = horizon_at(config, 0)
+    probe = make_windows(train_trajs, horizon, skip_short=True, dtype=dtype)
+    steps_per_epoch = max(len(probe) // tc["batch_size"], 1)
+    optimizer = make_optimizer(config, steps_per_epoch)
+    opt_state = optimizer.init(params)
+    epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, tc["batch_size"])
+    eval_fn = make_eval_fn(static, integrator, loss)
+
+    max_h = max([tc["horizon"]] + [h for _, h in tc["curriculum"]])
+    val_h = tc["validation_horizon"] or max_h
+    val_data = make_windows(val_trajs, val_h, skip_short=True, dtype=dtype) if val_trajs else None
+
+    metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    initial = float(eval_fn(params, val_data if val_data is not None else probe))
+    with open(metrics_path, "w") as f:
+        f.write(json.dumps({"epoch": -1, "validation_loss": initial}) + "\n")
+    best, best_epoch, stale = initial, -1, 0
+    ckpt = os.path.join(run_dir, "checkpoints")
+    save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+    data_cache = {}
+    bar = tqdm(
+        range(tc["epochs"]), desc=f"train {config['name']}", disable=not progress, unit="epoch"
+    )
+    epoch = -1
+    for epoch in bar:
+        h = horizon_at(config, epoch)
+        if h not in data_cache:
+            data_cache = {h: make_windows(train_trajs, h, skip_short=True, dtype=dtype)}
+        data = data_cache[h]
+        data_key, k = jax.random.split(data_key)
+        params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
+        train_loss = float(train_loss)
+        val = float(eval_fn(params, val_data)) if val_data is not None else train_loss
+        record = {
+            "epoch": epoch,
+            "horizon": h,
+            "train_loss": train_loss,
+            "validation_loss": val,
+            "skipped_steps": int(skipped),
+            "seconds": time.perf_counter() - start_time,
+        }
+        with open(metrics_path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val:.4g}", h=h)
+        save_tree(os.path.join(ckpt, "last.eqx"), eqx.combine(params, static))
+        if val < best:
+            best, best_epoch, stale = val, epoch, 0
+            save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+        else:
+            stale += 1
+            if stale >= tc["patience"]:
+                break
+    bar.close()
+    from .checkpoint import load_tree
+
+    best_model = load_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+    seconds = time.perf_counter() - start_time
+    save_json(
+        os.path.join(run_dir, "summary.json"),
+        {
+            "name": config["name"],
+            "model": config["model"]["type"],
+            "initial_validation_loss": initial,
+            "best_validation_loss": best,
+            "best_epoch": best_epoch,
+            "epochs_run": epoch + 1,
+            "seconds": seconds,
+            "train_windows": len(probe),
+            "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
+        },
+    )
+    return TrainResult(run_dir, best_model, best, epoch + 1, seconds)
+
+
+def load_model(run_dir: str, which: str = "best"):
+    """The model of a run directory: rebuilt from its config.yaml, leaves from checkpoints/<which>.eqx."""
+    from .checkpoint import load_tree
+
+    cfg_path = os.path.join(run_dir, "config.yaml")
+    if not os.path.exists(cfg_path):
+        raise FileNotFoundError(f"{run_dir}: not a run directory (no config.yaml)")
+    config = _config.load_config(cfg_path)
+    set_precision(config)
+    dtype = jnp.float64 if config["dtype"] == "float64" else jnp.float32
+    system = build_system(config)
+    skeleton = build_model(config, system, None, key=jax.random.key(0))
+    skeleton = jax.tree_util.tree_map(
+        lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, skeleton
+    )
+    return load_tree(os.path.join(run_dir, "checkpoints", f"{which}.eqx"), skeleton), config

@@ -1,0 +1,139 @@
+"""Learned models: structure, passivity, friction fits, gradients."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lagnet.models import (
+    PINODE,
+    BlackBox,
+    Friction,
+    LearnedPotential,
+    StateFeatures,
+    fit_friction,
+    make_mlp,
+)
+from lagnet.systems import CartPole, Pendulum
+from lagnet.train.build import augment_inputs
+
+
+def small_mlp(features, out, key, zero=False, final="tanh"):
+    return make_mlp(
+        features.size,
+        out,
+        width=8,
+        depth=2,
+        activation="tanh",
+        final_activation=final,
+        zero_output=zero,
+        key=key,
+    )
+
+
+def test_pinode_with_zero_network_is_the_known_physics(key):
+    cp = CartPole()
+    feats = StateFeatures(cp.angles, 1)
+    model = PINODE(cp, network=small_mlp(feats, 2, key, zero=True), features=feats)
+    q, qd, u = jnp.array([0.1, 2.0]), jnp.array([0.3, -1.0]), jnp.array([0.5])
+    np.testing.assert_allclose(model.acceleration(q, qd, u), cp.acceleration(q, qd, u), rtol=1e-14)
+
+
+def test_features_embed_angles_periodically(key):
+    cp = CartPole()
+    feats = StateFeatures(cp.angles, 1)
+    q, qd, u = jnp.array([0.1, 2.0]), jnp.array([0.3, -1.0]), jnp.array([0.5])
+    np.testing.assert_allclose(
+        feats(q, qd, u), feats(q + jnp.array([0.0, 2 * jnp.pi]), qd, u), atol=1e-12
+    )
+    assert feats(q, qd, u).shape == (feats.size,) == (6,)
+
+
+def test_pinode_network_acts_only_on_force_on(key):
+    cp = CartPole()
+    feats = StateFeatures(cp.angles, 1)
+    model = PINODE(cp, network=small_mlp(feats, 1, key), features=feats, force_on=(0,))
+    q, qd, u = jnp.array([0.1, 2.0]), jnp.array([0.3, -1.0]), jnp.array([0.5])
+    force = model.nonconservative_force(q, qd, u)
+    assert force[1] == 0 and force[0] != 0
+
+
+def test_learned_parameters_are_positive_and_trainable(key):
+    model = PINODE(Pendulum(mass=2.0), learn_parameters=("mass",))
+    np.testing.assert_allclose(model._known_system().mass, 2.0, rtol=1e-14)
+    params, _ = eqx.partition(model, model.trainable())
+    leaves = jax.tree_util.tree_leaves(params)
+    assert len(leaves) == 1  # only log(mass): the system's own parameters are frozen
+    with pytest.raises(ValueError, match="has no parameter 'mass_of_moon'"):
+        PINODE(Pendulum(), learn_parameters=("mass_of_moon",))
+
+
+def test_trainable_freezes_system_and_feature_statistics(key):
+    cp = CartPole()
+    feats = StateFeatures.from_data(
+        cp.angles, *(np.random.default_rng(i).random((10, w)) for i, w in enumerate((2, 2, 1)))
+    )
+    model = PINODE(cp, network=small_mlp(feats, 2, key), features=feats, friction=Friction.zeros(2))
+    params, _ = eqx.partition(model, model.trainable())
+    assert params.system.cart_mass is None and params.features.q_scale is None
+    assert params.friction.coulomb is not None and params.network.layers[0].weight is not None
+    frozen = PINODE(cp, friction=Friction.zeros(2), friction_trainable=False)
+    assert eqx.partition(frozen, frozen.trainable())[0].friction.coulomb is None
+
+
+def test_learned_potential_with_dissipation_is_passive(key):
+    """Unforced, dE/dt = −|Rᵀ q̇|² ≤ 0 for any weights, with known or learned inertia."""
+    cp = CartPole()
+    feats = StateFeatures(cp.angles, 1)
+    k1, k2 = jax.random.split(key)
+    for mass_factor in (None, 0.3 * jax.random.normal(k1, (2, 2))):
+        model = LearnedPotential(
+            cp,
+            small_mlp(feats, 1, k1, final="identity"),
+            feats,
+            mass_factor,
+            small_mlp(feats, 4, k2, final="identity"),
+        )
+        rng = np.random.default_rng(0)
+        for _ in range(20):
+            q, qd = jnp.asarray(rng.normal(size=2)), jnp.asarray(rng.normal(size=2) * 3)
+            qdd = model.acceleration(q, qd, jnp.zeros(1))
+            de = jax.jvp(model.energy, (q, qd), (qd, qdd))[1]
+            r = model.dissipation_factor(q)
+            np.testing.assert_allclose(de, -jnp.sum((r.T @ qd) ** 2), rtol=1e-9, atol=1e-12)
+            assert de <= 1e-12
+
+
+def test_blackbox_shapes(key):
+    cp = CartPole()
+    feats = StateFeatures(cp.angles, 1)
+    model = BlackBox(cp, small_mlp(feats, 2, key), feats)
+    out = jax.vmap(model.acceleration)(jnp.ones((5, 2)), jnp.ones((5, 2)), jnp.ones((5, 1)))
+    assert out.shape == (5, 2)
+
+
+def test_friction_fit_recovers_coefficients():
+    """Exact accelerations from a known friction law: the least-squares fit gives its coefficients back."""
+    cp = CartPole()
+    true = Friction(jnp.array([0.19, 0.0]), jnp.array([0.0, 0.002]), 1e-2)
+    rng = np.random.default_rng(1)
+    q = rng.uniform(-3, 3, (400, 2))
+    qd = rng.normal(size=(400, 2)) * 2
+    u = rng.normal(size=(400, 1))
+    qdd = jax.vmap(lambda a, b, c: cp.acceleration(a, b, c, true(b)))(q, qd, u)
+    fit = fit_friction(cp, q, qd, np.asarray(qdd), u, coulomb=(True, False), viscous=(False, True))
+    np.testing.assert_allclose(fit.coulomb, true.coulomb, atol=1e-8)
+    np.testing.assert_allclose(fit.viscous, true.viscous, atol=1e-8)
+
+
+def test_input_history_layout():
+    u = np.arange(5.0)[:, None]
+    aug = augment_inputs(u, 2)
+    np.testing.assert_array_equal(aug[3], [3.0, 2.0, 1.0])
+    np.testing.assert_array_equal(aug[0], [0.0, 0.0, 0.0])
+    # The physics sees only the newest input.
+    model = PINODE(Pendulum(), input_history=2)
+    np.testing.assert_allclose(
+        model.acceleration(jnp.zeros(1), jnp.zeros(1), jnp.array([1.0, 5.0, 7.0])), [1.0]
+    )

@@ -1,0 +1,242 @@
+"""Training through the solver, configs and saved runs, on a small synthetic damped pendulum."""
+
+import glob
+import json
+import os
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+from lagnet.config import ConfigError, load_config, validate
+from lagnet.integrators import RK4
+from lagnet.models import PINODE, Friction
+from lagnet.rollout import rollout
+from lagnet.systems import Pendulum
+from lagnet.train import build_model, build_system, load_model, train
+from lagnet.train.loss import StateLoss, batch_loss
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def pendulum_csv(tmp_path_factory):
+    """A forced pendulum with viscous + Coulomb friction, simulated finely, sampled at 20 Hz."""
+    folder = tmp_path_factory.mktemp("data")
+    plant = PINODE(Pendulum(), friction=Friction(jnp.array([0.05]), jnp.array([0.1]), 1e-2))
+    rng = np.random.default_rng(0)
+    steps, dt, sub = 1200, 0.05, 5
+    u = np.repeat(rng.normal(size=(steps // 20, 1)) * 0.8, 20, axis=0)
+    qs, qds = rollout(
+        plant,
+        RK4(),
+        jnp.array([1.0]),
+        jnp.array([0.0]),
+        jnp.repeat(jnp.asarray(u), sub, 0),
+        dt / sub,
+    )
+    qs, qds = np.asarray(qs[::sub]), np.asarray(qds[::sub])
+    t = dt * np.arange(steps + 1)
+    u = np.concatenate([u, u[-1:]])
+    path = folder / "pendulum.csv"
+    np.savetxt(
+        path,
+        np.column_stack([t, qs[:, 0], qds[:, 0], u[:, 0]]),
+        delimiter=",",
+        header="t,theta,theta_dot,torque",
+        comments="",
+    )
+    return str(path)
+
+
+def config_for(path, **model):
+    return validate(
+        {
+            "name": "test",
+            "dtype": "float64",
+            "system": {"name": "pendulum"},
+            "model": {"width": 8, **model},
+            "data": {
+                "train": [path],
+                "test": [path],
+                "mapping": {
+                    "time": "t",
+                    "positions": ["theta"],
+                    "velocities": ["theta_dot"],
+                    "inputs": ["torque"],
+                },
+            },
+            "training": {
+                "epochs": 4,
+                "batch_size": 32,
+                "horizon": 3,
+                "learning_rate": 3e-3,
+                "patience": 50,
+            },
+            "evaluation": {"windows": 50, "horizon": 10, "long_horizon": 40},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"type": "pinode", "zero_init": False},
+        {"type": "pinode", "friction": {"coulomb": ["theta"], "viscous": ["theta"], "fit": "none"}},
+        {
+            "type": "pure_ode",
+            "friction": {"coulomb": ["theta"], "viscous": ["theta"], "fit": "none"},
+        },
+        {"type": "blackbox"},
+        {"type": "potential", "dissipation": True},
+    ],
+    ids=["pinode", "pinode_friction", "pure_ode", "blackbox", "potential"],
+)
+def test_every_model_type_trains(pendulum_csv, tmp_path, model):
+    result = train(config_for(pendulum_csv, **model), str(tmp_path / "run"), progress=False)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["best_validation_loss"] < 0.9 * summary["initial_validation_loss"]
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert lines[0]["epoch"] == -1 and len(lines) == 1 + result.epochs
+    assert all(np.isfinite(x["validation_loss"]) for x in lines)
+
+
+def test_lstsq_friction_recovers_the_plant(pendulum_csv, tmp_path):
+    """The pure ODE model's least-squares friction fit already explains this data (exact model class)."""
+    config = config_for(
+        pendulum_csv, type="pure_ode", friction={"coulomb": ["theta"], "viscous": ["theta"]}
+    )
+    config["training"]["epochs"] = 0
+    result = train(config, str(tmp_path / "run"), progress=False)
+    np.testing.assert_allclose(result.model.friction.viscous, [0.1], rtol=0.1)
+    np.testing.assert_allclose(result.model.friction.coulomb, [0.05], rtol=0.2)
+
+
+def test_saved_model_reloads_bit_for_bit(pendulum_csv, tmp_path):
+    config = config_for(
+        pendulum_csv,
+        type="pinode",
+        zero_init=False,
+        friction={"coulomb": ["theta"]},
+        input_history=1,
+    )
+    config["training"]["epochs"] = 1
+    result = train(config, str(tmp_path / "run"), progress=False)
+    loaded, loaded_config = load_model(str(tmp_path / "run"))
+    assert loaded_config["model"] == config["model"]
+    q0, qd0, us = jnp.array([0.3]), jnp.array([0.1]), jnp.linspace(-1, 1, 40).reshape(20, 2)
+    a = rollout(result.model, RK4(), q0, qd0, us, 0.05)
+    b = rollout(loaded, RK4(), q0, qd0, us, 0.05)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_checkpoint_of_another_model_is_refused(pendulum_csv, tmp_path):
+    config = config_for(pendulum_csv, type="pinode")
+    config["training"]["epochs"] = 0
+    train(config, str(tmp_path / "run"), progress=False)
+    other = dict(config, model=dict(config["model"], width=9))
+    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump(other))
+    with pytest.raises(ValueError, match="cannot be loaded into this model"):
+        load_model(str(tmp_path / "run"))
+
+
+def test_loss_gradient_matches_finite_differences():
+    """d(loss)/dθ along a random direction against central differences, through a 10-step RK4 rollout."""
+    system = Pendulum()
+    config = validate({"system": {"name": "pendulum"}, "model": {"width": 6, "zero_init": False}})
+    stats = {
+        "q": np.random.default_rng(0).normal(size=(20, 1)),
+        "qd": np.ones((20, 1)),
+        "u": np.ones((20, 1)),
+    }
+    model = build_model(config, system, stats | {"qdd": np.zeros((20, 1))}, key=jax.random.key(1))
+    model = jax.tree_util.tree_map(
+        lambda x: x.astype(jnp.float64) if eqx.is_inexact_array(x) else x, model
+    )
+    params, static = eqx.partition(model, model.trainable())
+    loss = StateLoss(system.angles, jnp.ones(1), jnp.ones(1), jnp.ones(1), jnp.ones(1))
+    rng = np.random.default_rng(2)
+    batch = (
+        jnp.asarray(rng.normal(size=(4, 1))),
+        jnp.asarray(rng.normal(size=(4, 1))),
+        jnp.asarray(rng.normal(size=(4, 10, 1))),
+        jnp.full((4, 10), 0.05),
+        jnp.asarray(rng.normal(size=(4, 10, 1))),
+        jnp.asarray(rng.normal(size=(4, 10, 1))),
+    )
+
+    def f(p):
+        return batch_loss(eqx.combine(p, static), RK4(), loss, batch)
+
+    grads = jax.grad(f)(params)
+    direction = jax.tree_util.tree_map(lambda x: jnp.asarray(rng.normal(size=x.shape)), params)
+    analytic = sum(
+        jnp.vdot(g, d)
+        for g, d in zip(
+            jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(direction), strict=True
+        )
+    )
+    eps = 1e-6
+    shift = lambda s: jax.tree_util.tree_map(lambda p, d: p + s * d, params, direction)  # noqa: E731
+    numeric = (f(shift(eps)) - f(shift(-eps))) / (2 * eps)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(ROOT, "configs", "*.yaml"))))
+def test_shipped_configs_validate_and_build(path):
+    config = load_config(path)
+    system = build_system(config)
+    build_model(config, system, None, key=jax.random.key(0))
+    for f in config["data"]["train"] + config["data"]["test"]:
+        assert os.path.exists(f), f"{path}: data file {f} is missing"
+
+
+@pytest.mark.parametrize(
+    "user, message",
+    [
+        (
+            {"training": {"epoch": 3}},
+            r"unknown key 'training.epoch'; did you mean 'training.epochs'\?",
+        ),
+        ({"integrator": {"dt": -0.02}}, r"integrator.dt must be > 0, got -0.02"),
+        ({"integrator": {"name": "rk5"}}, r"integrator.name must be one of \['rk4'"),
+        ({"model": {"width": "big"}}, r"model.width must be an integer, got 'big'"),
+        ({"model": {"zero_init": 1}}, r"model.zero_init must be true/false, got 1"),
+        (
+            {"training": {"curriculum": [[0, 0]]}},
+            r"training.curriculum\[0\] must be \[epoch, horizon\]",
+        ),
+        ({"data": {"validation_fraction": 1.5}}, r"data.validation_fraction must be in \[0, 1\)"),
+        ({"trainig": {}}, r"unknown key 'trainig'; did you mean 'training'\?"),
+        ([1, 2], r"config must be a mapping"),
+    ],
+)
+def test_broken_configs_name_the_key(user, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(user)
+
+
+def test_config_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model:\n  width: 3\n   depth: 2\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: YAML syntax error at line 3"):
+        load_config(bad)
+    with pytest.raises(FileNotFoundError, match="config file not found"):
+        load_config(tmp_path / "missing.yaml")
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("data:\n  train: sub/file.csv\n")
+    config = load_config(ok, ["training.epochs=7", "model.width=12"])
+    assert config["training"]["epochs"] == 7 and config["model"]["width"] == 12
+    assert config["data"]["train"] == [str(tmp_path / "sub" / "file.csv")]
+
+
+def test_unknown_friction_coordinate_is_named(pendulum_csv):
+    config = config_for(pendulum_csv, type="pure_ode", friction={"coulomb": ["x"]})
+    with pytest.raises(
+        ConfigError, match=r"model.friction.coulomb: 'x' is not a coordinate of Pendulum"
+    ):
+        build_model(config, Pendulum(), None, key=jax.random.key(0))

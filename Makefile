@@ -15,9 +15,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The main job: train + evaluate the default config on the shipped data.
+# The main job: train + evaluate the default config (the PINODE paper's cart-pole) on the shipped data.
+DEFAULT_CONFIG ?= configs/cartpole_pinode.yaml
+RUN_DIR ?= runs/cartpole_pinode
 run: $(STAMP)
-	$(BIN)/lagnet demo --out runs/demo
+	$(BIN)/lagnet train $(DEFAULT_CONFIG) --out $(RUN_DIR)
+	$(BIN)/lagnet evaluate $(RUN_DIR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -100,7 +100,15 @@ SCHEMA: dict[str, Any] = {
         ),
         "final_activation": Field("tanh", (str,), "output activation (the paper: tanh)"),
         "output_scale": Field(
-            1.0, NUM, "the network's output is multiplied by this (force units)", positive
+            "auto",
+            (int, float, list, str),
+            "the network's output is multiplied by this: a number, one per output, or auto (3 × the spread "
+            "of what the network must learn in the training data: the residual force, or q̈ for a black box)",
+            lambda x: (
+                None
+                if x == "auto" or isinstance(x, list) or (not isinstance(x, str) and x > 0)
+                else "must be > 0, a list, or auto"
+            ),
         ),
         "zero_init": Field(
             True, (bool,), "start the network's output at zero (the model starts as its physics)"

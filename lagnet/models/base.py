@@ -7,7 +7,7 @@ import jax
 
 from .._types import Q, QDDot, QDot, U
 from ..systems import AbstractSystem
-from .features import StateFeatures
+from .features import OutputScale, StateFeatures
 
 
 class AbstractModel(eqx.Module):
@@ -52,11 +52,11 @@ class AbstractModel(eqx.Module):
     def trainable(self):
         """A filter spec for `eqx.partition`: True for the inexact arrays an optimiser updates.
 
-        The known system and the feature statistics are frozen (a `False` prefix over each).
+        The known system, the feature statistics and output scales are frozen (a `False` prefix over each).
         """
 
         def frozen(x):
-            return isinstance(x, AbstractSystem | StateFeatures)
+            return isinstance(x, AbstractSystem | StateFeatures | OutputScale)
 
         return jax.tree_util.tree_map(
             lambda x: False if frozen(x) else eqx.is_inexact_array(x), self, is_leaf=frozen

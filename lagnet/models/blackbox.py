@@ -1,21 +1,29 @@
 """The black-box neural ODE baseline: q̈ = f_θ(q, q̇, u) with no physics."""
 
 import equinox as eqx
+import jax.numpy as jnp
 
 from .._types import Q, QDDot, QDot, U
 from ..systems import AbstractSystem
 from .base import AbstractModel
-from .features import StateFeatures
+from .features import OutputScale, StateFeatures
 
 
 class BlackBox(AbstractModel):
-    """q̈ = s · f_θ(φ(q, q̇, u)). The `system` only names the coordinates and says which are angles."""
+    """q̈ = s ⊙ f_θ(φ(q, q̇, u)). The `system` only names the coordinates and says which are angles."""
 
     system: AbstractSystem
     network: eqx.Module
     features: StateFeatures
-    output_scale: float = eqx.field(static=True, default=1.0)
-    input_history: int = eqx.field(static=True, default=0)
+    output_scale: OutputScale
+    input_history: int = eqx.field(static=True)
+
+    def __init__(self, system, network, features, output_scale=1.0, input_history: int = 0):
+        self.system, self.network, self.features = system, network, features
+        self.output_scale = OutputScale(
+            jnp.broadcast_to(jnp.asarray(output_scale, float), (system.n_dof,))
+        )
+        self.input_history = int(input_history)
 
     def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot:
-        return self.output_scale * self.network(self.features(q, qd, u))
+        return self.output_scale(self.network(self.features(q, qd, u)))

@@ -65,3 +65,12 @@ class StateFeatures(eqx.Module):
             qd_scale=scale(qd),
             u_scale=scale(u),
         )
+
+
+class OutputScale(eqx.Module):
+    """A fixed (not trained) per-output scale s of a network: the learned part is s ⊙ f_θ(·), f_θ of order one."""
+
+    value: Float[Array, " out"]
+
+    def __call__(self, out):
+        return self.value * out

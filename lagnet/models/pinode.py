@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from .._types import Q, QDDot, QDot, U
 from ..systems import AbstractSystem
 from .base import AbstractModel
-from .features import StateFeatures
+from .features import OutputScale, StateFeatures
 from .friction import Friction
 
 
@@ -17,7 +17,8 @@ class PINODE(AbstractModel):
     - `system`: the known mechanics; the parameters named in `learn_parameters` are learned (kept positive by a
       log parametrisation), the rest stay fixed.
     - `friction`: optional parametric friction Q_f (Coulomb + viscous), e.g. fitted by least squares.
-    - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with output scale s;
+    - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with a fixed output scale s (a number or one per
+      coordinate in `force_on`);
       `None` gives the pure ODE model.
     - `friction_trainable`: whether training refines the friction coefficients.
     - `input_history`: the network also sees the last k inputs (u is then (m · (k + 1),), newest first), since with a
@@ -30,7 +31,7 @@ class PINODE(AbstractModel):
     features: StateFeatures | None
     log_parameters: dict[str, jax.Array]
     force_on: tuple[int, ...] = eqx.field(static=True)
-    output_scale: float = eqx.field(static=True)
+    output_scale: OutputScale | None
     input_history: int = eqx.field(static=True)
     friction_trainable: bool = eqx.field(static=True)
 
@@ -43,7 +44,7 @@ class PINODE(AbstractModel):
         features: StateFeatures | None = None,
         learn_parameters: tuple[str, ...] = (),
         force_on: tuple[int, ...] | None = None,
-        output_scale: float = 1.0,
+        output_scale=1.0,
         input_history: int = 0,
         friction_trainable: bool = True,
     ):
@@ -63,7 +64,11 @@ class PINODE(AbstractModel):
             log_parameters[name] = jnp.log(value)
         self.log_parameters = log_parameters
         self.force_on = tuple(range(system.n_dof)) if force_on is None else tuple(force_on)
-        self.output_scale = float(output_scale)
+        if network is None:
+            self.output_scale = None
+        else:
+            scale = jnp.broadcast_to(jnp.asarray(output_scale, float), (len(self.force_on),))
+            self.output_scale = OutputScale(scale)
         self.input_history = int(input_history)
         self.friction_trainable = bool(friction_trainable)
 
@@ -86,7 +91,7 @@ class PINODE(AbstractModel):
         if self.friction is not None:
             force = force + self.friction(qd)
         if self.network is not None:
-            out = self.output_scale * self.network(self.features(q, qd, u))
+            out = self.output_scale(self.network(self.features(q, qd, u)))
             force = force.at[jnp.asarray(self.force_on)].add(out)
         return force
 

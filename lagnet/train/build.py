@@ -90,6 +90,37 @@ def augment_inputs(u: np.ndarray, history: int) -> np.ndarray:
     return np.concatenate(cols, axis=1)
 
 
+def _output_scale(setting, size: int, target=None, key: str = "model.output_scale"):
+    """The network's output scale: given, or "auto" = 3 × the spread of `target` (N, size) (1 without data)."""
+    if setting != "auto":
+        scale = (
+            np.broadcast_to(np.asarray(setting, float), (size,))
+            if np.ndim(setting) == 0
+            else np.asarray(setting, float)
+        )
+        if scale.shape != (size,) or np.any(scale <= 0):
+            raise ConfigError(
+                f"{key} must be > 0 with {size} entries (one per output), got {setting}"
+            )
+        return scale
+    if target is None:
+        return np.ones(size)  # a skeleton: the value is restored from the checkpoint
+    spread = np.std(np.asarray(target), axis=0)
+    return 3 * np.where(spread > 1e-12, spread, 1.0)
+
+
+def residual_force(system, data, friction=None):
+    """M q̈ − (B u − C q̇ − G) − Q_f(q̇) on the samples: what a residual network must supply, (N, n)."""
+
+    def one(q, qd, qdd, u):
+        r = system.mass_matrix(q) @ qdd - system.generalised_force(q, qd, u)
+        return r - friction(qd) if friction is not None else r
+
+    m = system.n_inputs
+    args = (jnp.asarray(data[k]) for k in ("q", "qd", "qdd"))
+    return np.asarray(jax.vmap(one)(*args, jnp.asarray(data["u"][:, :m])))
+
+
 def build_model(config: dict, system, data=None, *, key):
     """The model the config describes. With `data` (a dict of stacked training samples q, qd, qdd, u) the feature
     statistics and the friction fit come from it; without, a skeleton of the right shapes (to load a checkpoint into).
@@ -147,6 +178,10 @@ def build_model(config: dict, system, data=None, *, key):
                 else tuple(range(n))
             )
             network = mlp(len(force_on), mc["zero_init"])
+            target = (
+                None if data is None else residual_force(system, data, friction)[:, list(force_on)]
+            )
+            scale = _output_scale(mc["output_scale"], len(force_on), target)
         for name in mc["learn_parameters"]:
             if not isinstance(getattr(system, name, None), jax.Array):
                 raise ConfigError(
@@ -159,12 +194,13 @@ def build_model(config: dict, system, data=None, *, key):
             features=features if network is not None else None,
             learn_parameters=tuple(mc["learn_parameters"]),
             force_on=force_on,
-            output_scale=mc["output_scale"],
+            output_scale=scale if network is not None else 1.0,
             input_history=mc["input_history"],
             friction_trainable=mc["friction"]["trainable"],
         )
     if kind == "blackbox":
-        return BlackBox(system, mlp(n, False), features, mc["output_scale"], mc["input_history"])
+        scale = _output_scale(mc["output_scale"], n, None if data is None else data["qdd"])
+        return BlackBox(system, mlp(n, False), features, scale, mc["input_history"])
     if kind == "potential":
         k1, k2 = jax.random.split(key)
         potential = make_mlp(

@@ -286,6 +286,7 @@ def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
             "epochs_run": epoch + 1,
             "seconds": seconds,
             "train_windows": len(probe),
+            "dt": float(np.median(np.concatenate([t.dt for t in train_trajs]))),
             "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
         },
     )

@@ -1,0 +1,90 @@
+"""A model as plain control-ready functions of the state x = (q, q̇): ẋ = f(x, u), x⁺ = step(x, u, dt)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._types import Array, Float
+from ..integrators.base import AbstractIntegrator
+from ..rollout import rollout
+
+State = Float[Array, " 2n"]
+Input = Float[Array, " m"]
+
+
+class Dynamics(eqx.Module):
+    """Continuous and discrete dynamics of `model` in the state x = (q, q̇) (coordinates first, then velocities).
+
+    - `f(x, u)` → ẋ = (q̇, q̈(q, q̇, u)), shape (2n,).
+    - `step(x, u, dt=self.dt)` → x after one step of the model's integrator with u held (zero-order hold).
+    - `rollout(x0, us, dt=self.dt)` → xs of shape (steps + 1, 2n).
+
+    Everything is a pure function of arrays: jit, vmap (over states, inputs or both) and grad work.
+    """
+
+    model: eqx.Module
+    integrator: AbstractIntegrator
+    dt: float = eqx.field(static=True, default=0.02)
+
+    @property
+    def n_dof(self) -> int:
+        return self.model.n_dof
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.model.input_names)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        return self.model.system.state_names
+
+    def split(self, x: State):
+        n = self.n_dof
+        return x[:n], x[n:]
+
+    def f(self, x: State, u: Input) -> State:
+        q, qd = self.split(x)
+        return jnp.concatenate([qd, self.model.acceleration(q, qd, u)])
+
+    def step(self, x: State, u: Input, dt=None) -> State:
+        q, qd = self.split(x)
+        dt = self.dt if dt is None else dt
+        qs, qds = rollout(
+            self.model, self.integrator, q, qd, u[None], jnp.asarray(dt)[None], throw=False
+        )
+        return jnp.concatenate([qs[-1], qds[-1]])
+
+    def rollout(
+        self, x0: State, us: Float[Array, "steps m"], dt=None
+    ) -> Float[Array, "steps+1 2n"]:
+        q, qd = self.split(x0)
+        dt = self.dt if dt is None else dt
+        qs, qds = rollout(self.model, self.integrator, q, qd, us, dt, throw=False)
+        return jnp.concatenate([qs, qds], axis=-1)
+
+
+def linearise(fn, x: State, u: Input):
+    """(A, B) = (∂fn/∂x, ∂fn/∂u) at (x, u) by forward-mode autodiff.
+
+    With fn = `Dynamics.f` these are the continuous (A, B) of ẋ ≈ A δx + B δu; with fn = `Dynamics.step` the
+    discrete (A_d, B_d) of x⁺ ≈ A_d δx + B_d δu (for the integrator and step the model uses).
+    """
+    return jax.jacfwd(fn, argnums=(0, 1))(x, u)
+
+
+def find_equilibrium(
+    dyn: Dynamics, x_guess: State, u: Input, *, iterations: int = 50, tol: float = 1e-10
+):
+    """x* with f(x*, u) = 0 near `x_guess` (Newton with a least-squares step, for singular Jacobians).
+
+    Returns (x*, |f(x*, u)|). Positions unconstrained by the dynamics (e.g. the cart's x) keep their guess.
+    """
+
+    def body(x, _):
+        r = dyn.f(x, u)
+        jac = jax.jacfwd(dyn.f)(x, u)
+        dx = jnp.linalg.lstsq(jac, -r)[0]
+        return x + dx, None
+
+    x, _ = jax.lax.scan(body, x_guess, None, length=iterations)
+    return x, jnp.linalg.norm(dyn.f(x, u))

@@ -1,0 +1,97 @@
+"""Control: linearisation, LQR on the known cart-pole, shooting MPC, dynamics of a model."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lagnet.control import Dynamics, ShootingMPC, closed_loop_stable, dlqr, find_equilibrium, linearise, lqr
+from lagnet.integrators import RK4
+from lagnet.models import PINODE
+from lagnet.systems import CartPole, Pendulum
+
+UPRIGHT = jnp.array([0.0, jnp.pi, 0.0, 0.0])
+
+
+def cartpole_dynamics():
+    return Dynamics(PINODE(CartPole()), RK4(), 0.02)
+
+
+def test_linearisation_matches_finite_differences():
+    dyn = cartpole_dynamics()
+    x = jnp.array([0.1, 2.5, -0.3, 1.2])
+    u = jnp.array([0.4])
+    for fn in (dyn.f, dyn.step):
+        a, b = linearise(fn, x, u)
+        eps = 1e-6
+        fd_a = jnp.stack([(fn(x + eps * e, u) - fn(x - eps * e, u)) / (2 * eps) for e in jnp.eye(4)], axis=1)
+        fd_b = ((fn(x, u + eps) - fn(x, u - eps)) / (2 * eps))[:, None]
+        np.testing.assert_allclose(a, fd_a, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(b, fd_b, rtol=1e-6, atol=1e-7)
+
+
+def test_equilibrium_upright():
+    dyn = cartpole_dynamics()
+    x, residual = find_equilibrium(dyn, jnp.array([0.05, 3.0, 0.1, -0.2]), jnp.zeros(1))
+    assert residual < 1e-9
+    np.testing.assert_allclose(x[1], jnp.pi, atol=1e-9)
+    np.testing.assert_allclose(x[2:], 0.0, atol=1e-9)
+
+
+def simulate(dyn, x0, policy, steps):
+    def body(x, _):
+        u = policy(x)
+        return dyn.step(x, u), (x, u)
+
+    return jax.lax.scan(body, x0, None, length=steps)
+
+
+def test_lqr_stabilises_the_known_cartpole():
+    dyn = cartpole_dynamics()
+    q, r = jnp.diag(jnp.array([10.0, 10.0, 1.0, 1.0])), jnp.eye(1)
+    a, b = linearise(dyn.f, UPRIGHT, jnp.zeros(1))
+    k, _ = lqr(a, b, q, r)
+    assert closed_loop_stable(a, b, k, discrete=False)
+    ad, bd = linearise(dyn.step, UPRIGHT, jnp.zeros(1))
+    kd, _ = dlqr(ad, bd, q * dyn.dt, r * dyn.dt)
+    assert closed_loop_stable(ad, bd, kd, discrete=True)
+    for gain in (k, kd):
+        for tilt in (-0.25, 0.1, 0.3):
+            x0 = UPRIGHT + jnp.array([0.0, tilt, 0.0, 0.0])
+            x_end, (xs, us) = simulate(dyn, x0, lambda x, g=jnp.asarray(gain): -g @ (x - UPRIGHT), 300)
+            assert jnp.all(jnp.abs(x_end - UPRIGHT) < 1e-3), (tilt, x_end)
+
+
+def test_mpc_lowers_the_cost_and_batches():
+    dyn = Dynamics(PINODE(Pendulum()), RK4(), 0.1)
+    target = jnp.array([0.0, 0.0])  # bring a swinging pendulum to rest
+
+    def stage(x, u):
+        return (1 - jnp.cos(x[0] - target[0])) + 0.1 * x[1] ** 2 + 0.01 * u[0] ** 2
+
+    def terminal(x):
+        return 10 * (1 - jnp.cos(x[0] - target[0])) + x[1] ** 2
+
+    mpc = ShootingMPC(dyn, stage, terminal, horizon=30, iterations=60, learning_rate=0.2, u_max=0.6)
+    x0 = jnp.array([1.2, 0.0])
+    v0 = 0.1 * jax.random.normal(jax.random.key(0), (30, 1))
+    v, cost = eqx.filter_jit(mpc.solve)(x0, v0)
+    assert cost < 0.5 * mpc.cost(v0, x0)
+    assert jnp.all(jnp.abs(0.6 * jnp.tanh(v)) <= 0.6)
+    # Batched over initial states with vmap.
+    xs = jnp.array([[0.0, 0.0], [0.5, 0.0], [-0.5, 0.2]])
+    vb, costs = jax.vmap(mpc.solve)(xs, jnp.broadcast_to(v0, (3, 30, 1)))
+    assert vb.shape == (3, 30, 1) and costs.shape == (3,)
+
+
+def test_dynamics_step_matches_rollout_and_grad():
+    dyn = cartpole_dynamics()
+    x0 = jnp.array([0.0, 0.5, 0.0, 0.0])
+    us = jnp.linspace(-1, 1, 10)[:, None]
+    xs = dyn.rollout(x0, us)
+    x = x0
+    for k in range(10):
+        x = dyn.step(x, us[k])
+        np.testing.assert_array_equal(x, xs[k + 1])
+    g = jax.grad(lambda u: jnp.sum(dyn.rollout(x0, u)[-1] ** 2))(us)
+    assert g.shape == us.shape and jnp.all(jnp.isfinite(g))

@@ -13,6 +13,7 @@ def register(sub) -> None:
     p.add_argument("--out", help="output folder (default RUN_DIR/evaluation)")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=run)
+    register_compare(sub)
 
 
 def run(args) -> int:
@@ -20,4 +21,23 @@ def run(args) -> int:
 
     metrics = evaluate_run(args.run_dir, args.data, args.out, plots=not args.no_plots)
     print(format_table(metrics))
+    return 0
+
+
+def register_compare(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="put several evaluated runs side by side (one table, one figure)",
+        description="Compare runs on their window errors (evaluating any that have not been evaluated).",
+    )
+    p.add_argument("run_dirs", nargs="+")
+    p.add_argument("--out", help="write comparison.md and comparison.png here")
+    p.set_defaults(func=run_compare)
+
+
+def run_compare(args) -> int:
+    from .compare import compare_runs
+
+    table, _ = compare_runs(args.run_dirs, args.out)
+    print(table)
     return 0

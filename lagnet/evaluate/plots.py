@@ -29,8 +29,12 @@ def plot_histograms(errors: dict, names, path: str, horizon: int) -> str:
     axs = np.atleast_1d(axs)
     for i, (ax, name) in enumerate(zip(axs, names, strict=True)):
         per = {k: np.asarray(v).mean(axis=1)[:, i] for k, v in errors.items()}
-        hi = np.percentile(np.concatenate(list(per.values())), 99)
-        bins = np.linspace(0, hi if hi > 0 else 1, 40)
+        # Log-spaced bins: the models' errors span orders of magnitude.
+        allv = np.concatenate(list(per.values()))
+        allv = allv[allv > 0]
+        lo, hi = (np.percentile(allv, 0.5), np.percentile(allv, 99.5)) if allv.size else (1e-6, 1.0)
+        bins = np.geomspace(lo, max(hi, lo * 10), 40)
+        ax.set_xscale("log")
         for label, e in per.items():
             ax.hist(e, bins=bins, alpha=0.5, label=f"{label}: μ={e.mean():.3g}")
         ax.set_xlabel(f"|error| {name} [{unit(name)}]")
@@ -43,16 +47,20 @@ def plot_histograms(errors: dict, names, path: str, horizon: int) -> str:
     return path
 
 
-def plot_long_rollout(t, q, qd, q_pred, qd_pred, names, path: str) -> str:
-    """Figure 3 of the paper: a long rollout overlaid on the measurement, one panel per state variable."""
+def plot_long_rollout(t, q, qd, predictions: dict, names, path: str) -> str:
+    """Figure 3 of the paper: long rollouts overlaid on the measurement, one panel per state variable.
+
+    `predictions`: label → (qs, q̇s) from the same initial state with the recorded inputs.
+    """
     true = np.concatenate([q, qd], axis=1)
-    pred = np.concatenate([q_pred, qd_pred], axis=1)
+    preds = {k: np.concatenate(v, axis=1) for k, v in predictions.items()}
     n = len(names)
     fig, axs = plt.subplots(2, n // 2, figsize=(3.4 * (n // 2), 4.6), squeeze=False)
     for i, name in enumerate(names):
         ax = axs[i // (n // 2), i % (n // 2)]
         ax.plot(t, true[:, i], "k.", ms=2, label="measured")
-        ax.plot(t, pred[:, i], "-", lw=1.4, label="model")
+        for j, (label, pred) in enumerate(preds.items()):
+            ax.plot(t, pred[:, i], "-", lw=1.4 if j == 0 else 1.0, label=label, alpha=1 if j == 0 else 0.7)
         ax.set_xlabel("t [s]")
         ax.set_ylabel(f"{name} [{unit(name)}]")
     axs[0, 0].legend(fontsize=7)

@@ -1,0 +1,138 @@
+"""The datasets shipped in `data/`: where each lives, how to read it, which system it belongs to, how to remake it."""
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..systems import CartPole, Pendulum
+from ..systems.base import AbstractSystem
+from .loader import load_trajectories
+from .trajectory import Trajectory
+
+_DFKI = "real/dfki_simple_pendulum"
+_DFKI_MAPPING = {
+    "time": "time",
+    "positions": ["position"],
+    "velocities": ["velocity"],
+    "inputs": ["torque"],
+    "units": {"time": "s", "position": "rad", "velocity": "rad/s", "torque": "N*m"},
+}
+_DFKI_RUNS = (
+    "ddp",
+    "direct_collocation",
+    "energy_shaping",
+    "energy_shaping_1kg",
+    "gravity_compensation",
+    "ilqr",
+    "pd_swingup_failure",
+    "pd_system_identification",
+    "sac",
+)
+_DFKI_FILES = {
+    "energy_shaping_1kg": "control_method_energy_shaping__data_measured_1kg.csv.gz",
+    "pd_swingup_failure": "control_method_pd__1nm_torque_limited_swingup_failure__data_measured.csv.gz",
+    "pd_system_identification": "control_method_pd__system_identification__data_measured.csv.gz",
+}
+
+
+def dfki_pendulum() -> Pendulum:
+    """The DFKI test bed as a point-mass pendulum with its identified J = m l² = 0.06259, m l = 0.1022 (g = 9.81)."""
+    length = 0.06259 / 0.1022
+    return Pendulum(mass=0.1022 / length, length=length, g=9.81)
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+    """A shipped dataset: `path` under the data root, its column mapping, its system and, if simulated, the
+    generator (`lagnet data generate <generator>`) that writes it."""
+
+    name: str
+    path: str
+    mapping: dict[str, Any]
+    system: Callable[[], AbstractSystem]
+    description: str
+    generator: str | None = None
+
+
+def _sim(name, generator, system, description):
+    from .generate import GENERATORS
+
+    return DatasetSpec(
+        name, f"sim/{name}.npz", GENERATORS[generator].mapping, system, description, generator
+    )
+
+
+def _specs() -> dict[str, DatasetSpec]:
+    specs = [
+        _sim("cartpole_train", "cartpole", CartPole, "cart-pole rig, 8 min by hand, 50 Hz"),
+        _sim("cartpole_test", "cartpole", CartPole, "cart-pole rig, a separate 2 min recording"),
+        _sim(
+            "pendulum_train", "pendulum", lambda: Pendulum(0.25, 0.5, 9.81), "pendulum rig, 3 min"
+        ),
+        _sim("pendulum_test", "pendulum", lambda: Pendulum(0.25, 0.5, 9.81), "pendulum rig, 1 min"),
+        _sim(
+            "pendulum_potential_train",
+            "pendulum_potential",
+            Pendulum,
+            "unforced pendulum, 400 exact pairs 0.1 s apart",
+        ),
+        _sim(
+            "pendulum_potential_test",
+            "pendulum_potential",
+            Pendulum,
+            "unforced pendulum, 400 more pairs",
+        ),
+    ]
+    for run in _DFKI_RUNS:
+        file = _DFKI_FILES.get(run, f"control_method_{run}__data_measured.csv.gz")
+        specs.append(
+            DatasetSpec(
+                f"dfki_{run}",
+                f"{_DFKI}/{file}",
+                _DFKI_MAPPING,
+                dfki_pendulum,
+                f"measured DFKI pendulum, {run.replace('_', ' ')}",
+            )
+        )
+    return {s.name: s for s in specs}
+
+
+def datasets() -> dict[str, DatasetSpec]:
+    """Every shipped dataset by name."""
+    return _specs()
+
+
+def data_root() -> Path:
+    """The `data/` folder: $LAGNET_DATA, else the one beside the `lagnet` package (a source checkout)."""
+    env = os.environ.get("LAGNET_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
+
+
+def dataset_path(name: str) -> Path:
+    return data_root() / _spec(name).path
+
+
+def _spec(name: str) -> DatasetSpec:
+    specs = _specs()
+    if name not in specs:
+        raise ValueError(f"unknown dataset {name!r}; shipped datasets: {', '.join(specs)}")
+    return specs[name]
+
+
+def load_dataset(name: str) -> list[Trajectory]:
+    """The trajectories of a shipped dataset (one per file episode), checked against its system."""
+    spec = _spec(name)
+    return load_trajectories(dataset_path(name), spec.mapping, system=spec.system())
+
+
+def dataset_system(name: str) -> AbstractSystem:
+    """The known system a shipped dataset is checked against (for the DFKI runs: the identified test bed)."""
+    return _spec(name).system()
+
+
+def sha256(path: str | os.PathLike) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()

@@ -37,6 +37,8 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .train.loop import TrainingDiverged
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, TrainingDiverged) as e:
         # Configuration and data errors are the user's to fix: show the message, not a traceback.
         print(f"lagnet {args.command}: error: {e}", file=sys.stderr)
         return 2

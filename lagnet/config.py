@@ -221,8 +221,14 @@ SCHEMA: dict[str, Any] = {
             positive,
             nullable=True,
         ),
-        "max_windows_per_epoch": Field(
-            None, (int,), "subsample the training windows each epoch", positive, nullable=True
+        "keep_checkpoints": Field(
+            3, (int,), "training states of the last N epochs kept for resuming", positive
+        ),
+        "max_skipped_steps": Field(
+            100,
+            (int,),
+            "stop when more steps than this had a non-finite loss/gradient",
+            non_negative,
         ),
     },
     "evaluation": {

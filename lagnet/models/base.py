@@ -4,6 +4,7 @@ import abc
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 
 from .._types import Q, QDDot, QDot, U
 from ..systems import AbstractSystem
@@ -20,7 +21,7 @@ class AbstractModel(eqx.Module):
     system: eqx.AbstractVar[AbstractSystem]
 
     @abc.abstractmethod
-    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot: ...
+    def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot: ...
 
     @property
     def velocity_dependent(self) -> bool:
@@ -41,6 +42,15 @@ class AbstractModel(eqx.Module):
     @property
     def input_names(self):
         return self.system.input_names
+
+    @property
+    def n_model_inputs(self) -> int:
+        """Inputs the model takes per step: the system's, times (1 + input history) where a model has one."""
+        return self.system.n_inputs * (1 + getattr(self, "input_history", 0))
+
+    def _inputs(self, u: U | None, q: Q) -> U:
+        # An unforced rollout passes u = None: the inputs are then zero.
+        return jnp.zeros(self.n_model_inputs, q.dtype) if u is None else u
 
     def energy(self, q: Q, qd: QDot):
         """The model's mechanical energy (the known system's unless the model learns its own)."""

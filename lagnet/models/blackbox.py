@@ -25,5 +25,5 @@ class BlackBox(AbstractModel):
         )
         self.input_history = int(input_history)
 
-    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot:
-        return self.output_scale(self.network(self.features(q, qd, u)))
+    def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
+        return self.output_scale(self.network(self.features(q, qd, self._inputs(u, q))))

@@ -95,7 +95,8 @@ class PINODE(AbstractModel):
             force = force.at[jnp.asarray(self.force_on)].add(out)
         return force
 
-    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot:
+    def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
+        u = self._inputs(u, q)
         system = self._known_system()
         u_now = u[: system.n_inputs]
         return system.acceleration(q, qd, u_now, self.nonconservative_force(q, qd, u))

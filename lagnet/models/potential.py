@@ -57,7 +57,8 @@ class LearnedPotential(AbstractModel):
         known = self.mass_factor is None and self.system.velocity_dependent
         return known or self.dissipation is not None
 
-    def acceleration(self, q: Q, qd: QDot, u: U) -> QDDot:
+    def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
+        u = self._inputs(u, q)
         force = -jax.grad(self.learned_potential)(q) + self.dissipation_force(q, qd)
         if self.system.n_inputs > 0:
             force = force + self.system.input_matrix(q) @ u[: self.system.n_inputs]

@@ -28,6 +28,11 @@ def register(sub) -> None:
     p.add_argument("--out", help="the run directory (default: runs/<config name>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its newest checkpoint (bit-identical to an uninterrupted run)",
+    )
+    p.add_argument(
         "--show-config",
         action="store_true",
         help="print every config key with its default and exit",
@@ -45,7 +50,7 @@ def run(args) -> int:
     from .loop import train
 
     out = args.out or os.path.join("runs", config["name"])
-    result = train(config, out, progress=not args.quiet)
+    result = train(config, out, progress=not args.quiet, resume=args.resume)
     print(
         f"trained {config['name']} ({config['model']['type']}): best validation loss "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"

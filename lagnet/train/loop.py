@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 import time
 
 import equinox as eqx
@@ -16,7 +17,7 @@ from .. import config as _config
 from ..data.loader import finite_difference, load_trajectories
 from ..data.windows import make_windows, split_by_file, split_by_time
 from .build import build_integrator, build_model, build_system, with_input_history
-from .checkpoint import save_json, save_tree, save_yaml
+from .checkpoint import load_tree, save_json, save_tree, save_yaml
 from .loss import StateLoss, batch_loss
 
 
@@ -196,13 +197,127 @@ def make_eval_fn(static, integrator, loss, chunk: int = 4096):
     return evaluate
 
 
-def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
-    """Train the model a validated config describes; write the run directory; return the best model."""
+class TrainingDiverged(RuntimeError):
+    """Too many steps had a non-finite loss or gradient; the last good checkpoint is kept."""
+
+
+class TrainState(eqx.Module):
+    """Everything a resumed run needs to continue bit for bit: parameters, optimiser state, the data-order key,
+    the epoch reached, and the early-stopping bookkeeping (with the best parameters so far)."""
+
+    params: object
+    opt_state: object
+    best_params: object
+    key_data: jax.Array
+    epoch: jax.Array
+    best: jax.Array
+    best_epoch: jax.Array
+    stale: jax.Array
+    skipped: jax.Array
+
+
+def _check_output_dir(run_dir: str, min_free_bytes: int = 20_000_000) -> None:
+    """Fail before any work if the run directory cannot be written or its disk is (nearly) full."""
+    try:
+        os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
+        probe = os.path.join(run_dir, ".write-test")
+        with open(probe, "wb") as f:
+            f.write(b"0" * 4096)
+            f.flush()
+            os.fsync(f.fileno())
+        os.unlink(probe)
+    except OSError as e:
+        raise ValueError(f"run directory {run_dir!r} is not writable: {e.strerror or e}") from None
+    free = shutil.disk_usage(run_dir).free
+    if free < min_free_bytes:
+        raise ValueError(
+            f"run directory {run_dir!r}: only {free / 1e6:.1f} MB free on its disk; "
+            f"training needs at least {min_free_bytes / 1e6:.0f} MB for checkpoints"
+        )
+
+
+class _Checkpoints:
+    """The training states of the last `keep` epochs, each written atomically, plus a manifest naming them.
+
+    A crash (even `kill -9`) at any moment leaves the manifest pointing at complete files: a state file is
+    renamed into place before the manifest that names it is replaced.
+    """
+
+    def __init__(self, folder: str, keep: int):
+        self.folder, self.keep = folder, keep
+        self.manifest = os.path.join(folder, "manifest.json")
+
+    def entries(self) -> list[dict]:
+        try:
+            with open(self.manifest) as f:
+                return json.load(f)["states"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            return []
+
+    def save(self, state: TrainState, epoch: int) -> None:
+        name = f"state-{epoch:06d}.eqx"
+        save_tree(os.path.join(self.folder, name), state)
+        entries = [e for e in self.entries() if e["file"] != name] + [
+            {"file": name, "epoch": epoch}
+        ]
+        old, entries = entries[: -self.keep], entries[-self.keep :]
+        save_json(self.manifest, {"states": entries, "latest": name})
+        for e in old:
+            path = os.path.join(self.folder, e["file"])
+            if os.path.exists(path):
+                os.unlink(path)
+
+    def load_latest(self, like: TrainState) -> TrainState | None:
+        """The newest loadable state (falling back to older ones if a file is damaged), or None."""
+        errors = []
+        for e in reversed(self.entries()):
+            try:
+                return load_tree(os.path.join(self.folder, e["file"]), like)
+            except (ValueError, FileNotFoundError) as err:
+                errors.append(str(err))
+        if errors:
+            raise ValueError("no training state could be loaded: " + "; ".join(errors))
+        return None
+
+
+def _config_differences(a: dict, b: dict, prefix: str = "") -> list[str]:
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k), b.get(k)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += _config_differences(va, vb, f"{prefix}{k}.")
+        elif va != vb:
+            out.append(f"{prefix}{k}: {vb!r} in the run, {va!r} now")
+    return out
+
+
+def train(
+    config: dict, run_dir: str, *, progress: bool = True, resume: bool = False
+) -> TrainResult:
+    """Train the model a validated config describes; write the run directory; return the best model.
+
+    With `resume`, continue from the newest training state in `run_dir/checkpoints` (the config must be the
+    run's, except `training.epochs`): the result is bit-identical to a run that was never interrupted.
+    """
     set_precision(config)
     dtype = jnp.float64 if config["dtype"] == "float64" else jnp.float32
     start_time = time.perf_counter()
-    os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
-    save_yaml(os.path.join(run_dir, "config.yaml"), config)
+    _check_output_dir(run_dir)
+    ckpt = os.path.join(run_dir, "checkpoints")
+    config_path = os.path.join(run_dir, "config.yaml")
+    if resume:
+        if not os.path.exists(config_path):
+            raise FileNotFoundError(
+                f"cannot resume {run_dir}: no config.yaml (not a run directory)"
+            )
+        previous = _config.load_config(config_path)
+        diff = _config_differences(
+            {**config, "training": {**config["training"], "epochs": None}},
+            {**previous, "training": {**previous["training"], "epochs": None}},
+        )
+        if diff:
+            raise ValueError(f"cannot resume {run_dir} with a different config: " + "; ".join(diff))
+    save_yaml(config_path, config)
 
     key = jax.random.key(config["seed"])
     model_key, data_key = jax.random.split(key)
@@ -232,17 +347,48 @@ def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
 
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
     initial = float(eval_fn(params, val_data if val_data is not None else probe))
-    with open(metrics_path, "w") as f:
-        f.write(json.dumps({"epoch": -1, "validation_loss": initial}) + "\n")
-    best, best_epoch, stale = initial, -1, 0
-    ckpt = os.path.join(run_dir, "checkpoints")
-    save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+    state = TrainState(
+        params,
+        opt_state,
+        params,
+        jax.random.key_data(data_key),
+        jnp.asarray(-1),
+        jnp.asarray(initial),
+        jnp.asarray(-1),
+        jnp.asarray(0),
+        jnp.asarray(0),
+    )
+    checkpoints = _Checkpoints(ckpt, tc["keep_checkpoints"])
+    restored = checkpoints.load_latest(state) if resume else None
+    if restored is not None:
+        state = restored
+        done = int(state.epoch)
+        with open(metrics_path) as f:
+            kept = [line for line in f if json.loads(line)["epoch"] <= done]
+        with open(metrics_path, "w") as f:
+            f.writelines(kept)
+    else:
+        with open(metrics_path, "w") as f:
+            f.write(json.dumps({"epoch": -1, "validation_loss": initial}) + "\n")
+        save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+    params, opt_state = state.params, state.opt_state
+    data_key = jax.random.wrap_key_data(state.key_data)
+    best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
+    skipped_total = int(state.skipped)
+    first = int(state.epoch) + 1
+    stopped_early = resume and restored is not None and stale >= tc["patience"]
+
     data_cache = {}
     bar = tqdm(
-        range(tc["epochs"]), desc=f"train {config['name']}", disable=not progress, unit="epoch"
+        range(first, tc["epochs"]),
+        desc=f"train {config['name']}",
+        disable=not progress,
+        unit="epoch",
+        initial=first,
+        total=tc["epochs"],
     )
-    epoch = -1
-    for epoch in bar:
+    epoch = first - 1
+    for epoch in [] if stopped_early else bar:
         h = horizon_at(config, epoch)
         if h not in data_cache:
             data_cache = {h: make_windows(train_trajs, h, skip_short=True, dtype=dtype)}
@@ -250,6 +396,7 @@ def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
         data_key, k = jax.random.split(data_key)
         params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
         train_loss = float(train_loss)
+        skipped_total += int(skipped)
         val = float(eval_fn(params, val_data)) if val_data is not None else train_loss
         record = {
             "epoch": epoch,
@@ -262,18 +409,37 @@ def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
         with open(metrics_path, "a") as f:
             f.write(json.dumps(record) + "\n")
         bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val:.4g}", h=h)
-        save_tree(os.path.join(ckpt, "last.eqx"), eqx.combine(params, static))
-        if val < best:
+        if skipped_total > tc["max_skipped_steps"]:
+            raise TrainingDiverged(
+                f"{config['name']}: {skipped_total} training steps had a non-finite loss or gradient "
+                f"(training.max_skipped_steps = {tc['max_skipped_steps']}); stopped at epoch {epoch}. "
+                f"The last good checkpoint is {os.path.join(ckpt, 'best.eqx')} "
+                "(try a smaller learning rate, clip_norm, or a shorter horizon)"
+            )
+        improved = np.isfinite(val) and val < best
+        if improved:
             best, best_epoch, stale = val, epoch, 0
-            save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
         else:
             stale += 1
-            if stale >= tc["patience"]:
-                break
+        state = TrainState(
+            params,
+            opt_state,
+            params if improved else state.best_params,
+            jax.random.key_data(data_key),
+            jnp.asarray(epoch),
+            jnp.asarray(best),
+            jnp.asarray(best_epoch),
+            jnp.asarray(stale),
+            jnp.asarray(skipped_total),
+        )
+        checkpoints.save(state, epoch)
+        save_tree(os.path.join(ckpt, "last.eqx"), eqx.combine(params, static))
+        if improved:
+            save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+        if stale >= tc["patience"]:
+            break
     bar.close()
-    from .checkpoint import load_tree
-
-    best_model = load_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+    best_model = eqx.combine(state.best_params, static)
     seconds = time.perf_counter() - start_time
     save_json(
         os.path.join(run_dir, "summary.json"),
@@ -284,6 +450,7 @@ def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
             "best_validation_loss": best,
             "best_epoch": best_epoch,
             "epochs_run": epoch + 1,
+            "skipped_steps": skipped_total,
             "seconds": seconds,
             "train_windows": len(probe),
             "dt": float(np.median(np.concatenate([t.dt for t in train_trajs]))),
@@ -295,8 +462,6 @@ def train(config: dict, run_dir: str, *, progress: bool = True) -> TrainResult:
 
 def load_model(run_dir: str, which: str = "best"):
     """The model of a run directory: rebuilt from its config.yaml, leaves from checkpoints/<which>.eqx."""
-    from .checkpoint import load_tree
-
     cfg_path = os.path.join(run_dir, "config.yaml")
     if not os.path.exists(cfg_path):
         raise FileNotFoundError(f"{run_dir}: not a run directory (no config.yaml)")

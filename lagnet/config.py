@@ -85,6 +85,14 @@ SCHEMA: dict[str, Any] = {
         "float32 or float64 for training and evaluation",
         one_of("float32", "float64"),
     ),
+    "devices": Field(
+        "auto",
+        (str, int),
+        "data-parallel training over this many local devices, or auto (all that divide the batch size)",
+        lambda x: (
+            None if x == "auto" or (isinstance(x, int) and x >= 1) else "must be auto or >= 1"
+        ),
+    ),
     "system": {
         "name": Field("cartpole", (str,), "the known mechanics", one_of(*SYSTEMS)),
         "params": Field({}, (dict,), "overrides of the system's parameters, e.g. {length: 0.2}"),

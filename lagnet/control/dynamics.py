@@ -20,6 +20,10 @@ class Dynamics(eqx.Module):
     - `rollout(x0, us, dt=self.dt)` → xs of shape (steps + 1, 2n).
 
     Everything is a pure function of arrays: jit, vmap (over states, inputs or both) and grad work.
+
+    A model trained with an input history (`model.input_history = k`) takes (m (k + 1),) inputs, newest first;
+    given only the current (m,) input, `Dynamics` holds it over the history (the steady-state reading, which is
+    what linearisation about an equilibrium needs).
     """
 
     model: eqx.Module
@@ -27,16 +31,30 @@ class Dynamics(eqx.Module):
     dt: float = eqx.field(static=True, default=0.02)
 
     @property
+    def system(self):
+        """The known system behind the model (the model itself when it is a plain system)."""
+        return getattr(self.model, "system", self.model)
+
+    @property
     def n_dof(self) -> int:
-        return self.model.n_dof
+        return self.system.n_dof
 
     @property
     def n_inputs(self) -> int:
-        return len(self.model.input_names)
+        return self.system.n_inputs
 
     @property
     def state_names(self) -> tuple[str, ...]:
-        return self.model.system.state_names
+        return self.system.state_names
+
+    def full_input(self, u: Input):
+        """u (m,) → the model's input vector (m (k + 1),): the current input held over the history."""
+        u = jnp.asarray(u)
+        history = getattr(self.model, "input_history", 0)
+        m = self.system.n_inputs
+        if history and u.shape[-1] == m:
+            return jnp.tile(u, history + 1)
+        return u
 
     def split(self, x: State):
         n = self.n_dof
@@ -44,7 +62,7 @@ class Dynamics(eqx.Module):
 
     def f(self, x: State, u: Input) -> State:
         q, qd = self.split(x)
-        return jnp.concatenate([qd, self.model.acceleration(q, qd, u)])
+        return jnp.concatenate([qd, self.model.acceleration(q, qd, self.full_input(u))])
 
     def step(self, x: State, u: Input, dt=None) -> State:
         q, qd = self.split(x)
@@ -59,7 +77,9 @@ class Dynamics(eqx.Module):
     ) -> Float[Array, "steps+1 2n"]:
         q, qd = self.split(x0)
         dt = self.dt if dt is None else dt
-        qs, qds = rollout(self.model, self.integrator, q, qd, us, dt, throw=False)
+        qs, qds = rollout(
+            self.model, self.integrator, q, qd, jax.vmap(self.full_input)(us), dt, throw=False
+        )
         return jnp.concatenate([qs, qds], axis=-1)
 
 

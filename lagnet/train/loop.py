@@ -138,14 +138,47 @@ def horizon_at(config: dict, epoch: int) -> int:
     return horizon
 
 
-def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int):
+def data_parallel_mesh(setting, batch_size: int):
+    """A 1-D device mesh ("batch",) for data-parallel training, or None for one device.
+
+    `setting` is "auto" (all local devices; with a batch size they do not divide, the largest count that does)
+    or a number of devices. Parameters are replicated and each batch is split across the mesh; gradients are
+    all-reduced by the compiler (SPMD partitioning of the one jitted epoch).
+    """
+    devices = jax.local_devices()
+    if setting == "auto":
+        n = max(d for d in range(1, len(devices) + 1) if batch_size % d == 0)
+    else:
+        n = int(setting)
+        if n > len(devices):
+            raise _config.ConfigError(
+                f"devices: {n} requested, {len(devices)} available ({devices[0].platform})"
+            )
+        if batch_size % n:
+            raise _config.ConfigError(
+                f"training.batch_size={batch_size} must be divisible by devices={n}"
+            )
+    if n == 1:
+        return None
+    return jax.sharding.Mesh(np.asarray(devices[:n]), ("batch",))
+
+
+def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None):
     """One epoch as a single compiled function: `lax.scan` over shuffled mini-batches, all on the device.
 
     A step whose loss or gradient is not finite is skipped (parameters and optimiser state unchanged) and counted.
+    With a `mesh`, each batch of window start rows is sharded over its devices (data parallel).
     """
+    batch_sharding = (
+        None
+        if mesh is None
+        else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+    )
 
     def step(carry, starts, data):
         params, opt_state, skipped = carry
+        if batch_sharding is not None:
+            starts = jax.lax.with_sharding_constraint(starts, batch_sharding)
 
         def loss_of(p):
             model = eqx.combine(p, static)
@@ -338,7 +371,8 @@ def train(
     steps_per_epoch = max(len(probe) // tc["batch_size"], 1)
     optimizer = make_optimizer(config, steps_per_epoch)
     opt_state = optimizer.init(params)
-    epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, tc["batch_size"])
+    mesh = data_parallel_mesh(config["devices"], tc["batch_size"])
+    epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, tc["batch_size"], mesh)
     eval_fn = make_eval_fn(static, integrator, loss)
 
     max_h = max([tc["horizon"]] + [h for _, h in tc["curriculum"]])
@@ -372,6 +406,9 @@ def train(
             f.write(json.dumps({"epoch": -1, "validation_loss": initial}) + "\n")
         save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
     params, opt_state = state.params, state.opt_state
+    if mesh is not None:
+        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+        params, opt_state = jax.device_put((params, opt_state), replicated)
     data_key = jax.random.wrap_key_data(state.key_data)
     best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
     skipped_total = int(state.skipped)

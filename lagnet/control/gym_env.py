@@ -1,0 +1,151 @@
+"""A Gymnasium environment that steps a learned model, so that RL code can train against it.
+
+Gymnasium is an optional dependency: this module imports without it, and `LearnedModelEnv` is built (as a
+`gymnasium.Env` subclass) the first time it is asked for; without Gymnasium that raises an `ImportError`
+saying how to install it.
+
+    from lagnet.control.gym_env import LearnedModelEnv
+    env = LearnedModelEnv(dynamics, reward_fn, max_steps=200, u_max=2.0, initial_state_sampler=sampler)
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["LearnedModelEnv"]
+
+_MISSING = (
+    "lagnet.control.LearnedModelEnv needs Gymnasium, an optional dependency: "
+    "pip install 'gymnasium>=1.0' (tested with 1.4.0)"
+)
+
+
+def _terminate_on_nonfinite(x):
+    return ~jnp.all(jnp.isfinite(x))
+
+
+@functools.cache
+def _env_class():
+    try:
+        import gymnasium
+        from gymnasium import spaces
+    except ImportError as e:
+        raise ImportError(_MISSING) from e
+
+    class LearnedModelEnv(gymnasium.Env):
+        """An episode of the discrete dynamics x_{k+1} = dynamics.step(x_k, clip(a_k, −u_max, u_max)).
+
+        - observation: the state x = (q, q̇) (coordinates first, then velocities; `dynamics.state_names`), as a
+          float32 `Box` of shape (2n,), unbounded;
+        - action: the input u, a float32 `Box(−u_max, u_max, (m,))`; actions outside it are clipped;
+        - reward: `reward_fn(x, u, x_next)` (a JAX function of one transition, returning a scalar);
+        - terminated: `terminate_fn(x_next)` (default: the state is no longer finite);
+        - truncated: after `max_steps` steps.
+
+        Arguments:
+            dynamics: a `lagnet.control.Dynamics` (e.g. from `lagnet.load(run_dir)`); its step and integrator
+                are those the model was trained with, unless `dt` overrides the step.
+            reward_fn: (x (2n,), u (m,), x_next (2n,)) → scalar.
+            max_steps: the episode length.
+            u_max: the input bound, a number or one per input.
+            initial_state_sampler: `initial_state_sampler(key=key)` → x0 (2n,), with a JAX key drawn from the
+                environment's seeded `np_random`; `reset(options={"state": x0})` sets x0 directly.
+            terminate_fn: (x_next (2n,)) → bool, or None for "not finite".
+            dt: the step; None: `dynamics.dt`.
+
+        The transition is one jit-compiled function of (x, u); `info` holds the unclipped model state as
+        `info["state"]` (in the model's dtype) and the applied input as `info["u"]` after each step.
+        """
+
+        metadata = {"render_modes": []}
+
+        def __init__(
+            self,
+            dynamics,
+            reward_fn,
+            *,
+            max_steps: int,
+            u_max,
+            initial_state_sampler,
+            terminate_fn=None,
+            dt: float | None = None,
+        ):
+            if not isinstance(max_steps, int | np.integer) or max_steps < 1:
+                raise ValueError(
+                    f"LearnedModelEnv: max_steps must be a positive integer, got {max_steps!r}"
+                )
+            m, n = dynamics.n_inputs, dynamics.n_dof
+            u_max = np.broadcast_to(np.asarray(u_max, dtype=np.float32), (m,)).copy()
+            if not np.all(np.isfinite(u_max) & (u_max > 0)):
+                raise ValueError(
+                    f"LearnedModelEnv: u_max must be finite and > 0 (one number, or {m} of them), "
+                    f"got {u_max}"
+                )
+            self.dynamics = dynamics
+            self.reward_fn = reward_fn
+            self.max_steps = int(max_steps)
+            self.u_max = u_max
+            self.initial_state_sampler = initial_state_sampler
+            self.terminate_fn = _terminate_on_nonfinite if terminate_fn is None else terminate_fn
+            self.dt = dynamics.dt if dt is None else float(dt)
+            self.observation_space = spaces.Box(-np.inf, np.inf, (2 * n,), np.float32)
+            self.action_space = spaces.Box(-u_max, u_max, (m,), np.float32)
+            self._transition = jax.jit(self._transition_fn)
+            self._state = None
+            self._steps = 0
+
+        def _transition_fn(self, x, a):
+            lim = jnp.asarray(self.u_max, x.dtype)
+            u = jnp.clip(jnp.asarray(a, x.dtype), -lim, lim)
+            x_next = self.dynamics.step(x, u, self.dt)
+            reward = self.reward_fn(x, u, x_next)
+            return x_next, u, jnp.asarray(reward, x.dtype), jnp.asarray(self.terminate_fn(x_next))
+
+        def _state_dtype(self):
+            leaves = [
+                x
+                for x in jax.tree_util.tree_leaves(self.dynamics.model)
+                if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jnp.floating)
+            ]
+            return leaves[0].dtype if leaves else jnp.result_type(float)
+
+        def _observation(self):
+            return np.asarray(self._state, dtype=np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            if options is not None and "state" in options:
+                x0 = options["state"]
+            else:
+                key = jax.random.key(int(self.np_random.integers(0, 2**31 - 1)))
+                x0 = self.initial_state_sampler(key=key)
+            x0 = jnp.asarray(x0, self._state_dtype())
+            if x0.shape != self.observation_space.shape:
+                raise ValueError(
+                    f"LearnedModelEnv: the initial state must have shape "
+                    f"{self.observation_space.shape} (q then q̇), got {x0.shape}"
+                )
+            self._state = x0
+            self._steps = 0
+            return self._observation(), {"state": np.asarray(x0)}
+
+        def step(self, action):
+            if self._state is None:
+                raise RuntimeError("LearnedModelEnv: call reset() before step()")
+            action = np.asarray(action, dtype=np.float32).reshape(self.action_space.shape)
+            x_next, u, reward, terminated = self._transition(self._state, action)
+            self._state = x_next
+            self._steps += 1
+            truncated = self._steps >= self.max_steps
+            info = {"state": np.asarray(x_next), "u": np.asarray(u)}
+            return self._observation(), float(reward), bool(terminated), truncated, info
+
+    return LearnedModelEnv
+
+
+def __getattr__(name):
+    if name == "LearnedModelEnv":
+        return _env_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

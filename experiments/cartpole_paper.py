@@ -20,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 from lagnet.config import load_config  # noqa: E402
 from lagnet.evaluate.run import evaluate_run  # noqa: E402
@@ -34,6 +35,7 @@ CONFIGS = {
     "black box": ("cartpole_blackbox.yaml", []),
 }
 STATE = ("x", "phi", "x_dot", "phi_dot")
+UNITS = {"x": "m", "phi": "rad", "x_dot": "m/s", "phi_dot": "rad/s"}
 
 
 def budget(seconds: float, batch: int = 128, steps: int = 6000) -> list[str]:
@@ -88,6 +90,31 @@ def table(rows, with_baselines: bool):
     return head + "\n".join(lines)
 
 
+def plot_efficiency(efficiency, path):
+    """Mean window error versus minutes of training data, one panel per state variable."""
+    fig, axs = plt.subplots(1, 4, figsize=(12, 3))
+    for ax, s in zip(axs, STATE, strict=True):
+        for label, style in (("PINODE", "o-"), ("pure ODE", "s--"), ("black box", "^:")):
+            pts = [
+                (r["seconds_of_data"], r["errors"]["model"][s]["mean"])
+                for r in efficiency
+                if r["label"] == label
+            ]
+            ax.plot([p[0] / 60 for p in pts], [p[1] for p in pts], style, label=label)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        minutes = sorted({r["seconds_of_data"] / 60 for r in efficiency})
+        ax.set_xticks(minutes, [f"{m:g}" for m in minutes])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("training data [min]")
+        ax.set_ylabel(f"mean |error| {s} [{UNITS[s]}]")
+    axs[0].legend(fontsize=7)
+    fig.suptitle("PINODE vs pure ODE vs black box: 30-step (0.6 s) test windows", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -98,7 +125,16 @@ def main():
     )
     ap.add_argument("--runs", default=os.path.join(ROOT, "runs", "cartpole_paper"))
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
+    ap.add_argument(
+        "--replot", action="store_true", help="only redraw the figure from the saved JSON"
+    )
     args = ap.parse_args()
+    if args.replot:
+        with open(os.path.join(args.out, "cartpole_paper.json")) as f:
+            plot_efficiency(
+                json.load(f)["efficiency"], os.path.join(args.out, "cartpole_paper.png")
+            )
+        return
     os.makedirs(args.out, exist_ok=True)
     extra = ["training.epochs=3"] if args.quick else []
     sizes = [60, 480] if args.quick else args.sizes
@@ -153,23 +189,7 @@ def main():
     with open(os.path.join(args.out, "cartpole_paper.json"), "w") as f:
         json.dump({"full": full, "efficiency": efficiency}, f, indent=1)
 
-    fig, axs = plt.subplots(1, 4, figsize=(12, 3))
-    for ax, s in zip(axs, STATE, strict=True):
-        for label, style in (("PINODE", "o-"), ("pure ODE", "s--"), ("black box", "^:")):
-            pts = [
-                (r["seconds_of_data"], r["errors"]["model"][s]["mean"])
-                for r in efficiency
-                if r["label"] == label
-            ]
-            ax.plot([p[0] / 60 for p in pts], [p[1] for p in pts], style, label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("training data [min]")
-        ax.set_ylabel(f"mean |error| {s}")
-    axs[0].legend(fontsize=7)
-    fig.suptitle("30-step (0.6 s) test windows", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(os.path.join(args.out, "cartpole_paper.png"), dpi=110)
+    plot_efficiency(efficiency, os.path.join(args.out, "cartpole_paper.png"))
     print(f"wrote {os.path.join(args.out, 'cartpole_paper.md')}")
 
 

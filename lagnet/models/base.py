@@ -44,13 +44,13 @@ class AbstractModel(eqx.Module):
         return self.system.input_names
 
     @property
-    def n_model_inputs(self) -> int:
+    def n_inputs(self) -> int:
         """Inputs the model takes per step: the system's, times (1 + input history) where a model has one."""
         return self.system.n_inputs * (1 + getattr(self, "input_history", 0))
 
     def _inputs(self, u: U | None, q: Q) -> U:
         # An unforced rollout passes u = None: the inputs are then zero.
-        return jnp.zeros(self.n_model_inputs, q.dtype) if u is None else u
+        return jnp.zeros(self.n_inputs, q.dtype) if u is None else u
 
     def energy(self, q: Q, qd: QDot):
         """The model's mechanical energy (the known system's unless the model learns its own)."""

@@ -17,9 +17,8 @@ class PINODE(AbstractModel):
     - `system`: the known mechanics; the parameters named in `learn_parameters` are learned (kept positive by a
       log parametrisation), the rest stay fixed.
     - `friction`: optional parametric friction Q_f (Coulomb + viscous), e.g. fitted by least squares.
-    - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with a fixed output scale s (a number or one per
-      coordinate in `force_on`);
-      `None` gives the pure ODE model.
+    - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with a fixed output
+      scale s (a number, or one per coordinate in `force_on`); `None` gives the pure ODE model.
     - `friction_trainable`: whether training refines the friction coefficients.
     - `input_history`: the network also sees the last k inputs (u is then (m · (k + 1),), newest first), since with a
       lagging actuator (q, q̇, u) alone is not Markov. The physics uses only the newest input.

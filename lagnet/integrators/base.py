@@ -1,0 +1,101 @@
+"""The integrator interface: one step of a second-order system q̈ = a(q, q̇, u)."""
+
+import abc
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, PyTree
+
+from .._types import Q, QDot, RealScalar, U
+
+
+class StepInfo(eqx.Module):
+    """What one step reports besides the new state.
+
+    `converged`: the step's implicit solve met its tolerance (always True for explicit steps).
+    `error`: size of the last solver correction (max-norm of the final Newton update; 0 for explicit steps).
+    """
+
+    converged: Bool[Array, ""]
+    error: Float[Array, ""]
+
+
+def explicit_info(dtype) -> StepInfo:
+    """The `StepInfo` of a step that solves nothing."""
+    return StepInfo(converged=jnp.array(True), error=jnp.zeros((), dtype))
+
+
+def velocity_dependent(model) -> bool:
+    """Whether the model's q̈ depends on q̇ (static). Unknown models are assumed to (the safe choice)."""
+    return bool(getattr(model, "velocity_dependent", True))
+
+
+class AbstractIntegrator(eqx.Module):
+    """One step of a second-order system q̈ = a(q, q̇, u) with u held constant over the step.
+
+    The only thing an integrator calls on the model is `model.acceleration(q, qd, u)`, plus the static
+    `model.velocity_dependent` (default True) that lets q-only forces take cheaper paths (explicit leapfrog,
+    reused accelerations). `Variational` also reads the model's Lagrangian (see its docstring).
+
+    An integrator may carry a state between steps (e.g. the last acceleration): `init` builds it, `step` returns
+    the next one. Functions take one sample; batch with `jax.vmap` outside. Negative `dt` steps backwards in time.
+
+    The properties `order`, `explicit`, `symplectic`, `symmetric` describe the method on a conservative system with
+    q-only forces, q̈ = −M⁻¹∇V(q); each class's docstring says what changes with velocity-dependent forces.
+    """
+
+    @abc.abstractmethod
+    def init(self, model, q: Q, qd: QDot, u: U | None) -> PyTree[Any]:
+        """The carry before the first step from (q, q̇) with input u (None when the method needs none)."""
+
+    @abc.abstractmethod
+    def step(
+        self, model, q: Q, qd: QDot, u: U | None, dt: RealScalar, state: PyTree[Any]
+    ) -> tuple[Q, QDot, PyTree[Any], StepInfo]:
+        """(q_k, q̇_k) ↦ (q_{k+1}, q̇_{k+1}) over one step of size `dt`.
+
+        Returns `(q1, qd1, state1, info)`: the new state (shapes (n,)), the new carry, and a `StepInfo`.
+        """
+
+    @property
+    @abc.abstractmethod
+    def order(self) -> int:
+        """Global order of accuracy p: the error at a fixed time is O(dt^p) for smooth problems."""
+
+    @property
+    @abc.abstractmethod
+    def explicit(self) -> bool:
+        """True when a step solves no equation, for forces that depend on q only."""
+
+    @property
+    @abc.abstractmethod
+    def symplectic(self) -> bool:
+        """True when the step map preserves a symplectic form for conservative q-only forces.
+
+        On q̈ = −ω²q that is det(∂ step/∂(q, q̇)) = 1, and it keeps the energy error bounded over long runs. The
+        form is the canonical one except for Newmark with β > 0, γ = ½ (a nearby non-canonical form).
+        """
+
+    @property
+    @abc.abstractmethod
+    def symmetric(self) -> bool:
+        """True when stepping with −dt exactly undoes +dt (time reversible)."""
+
+
+def zero_order_hold_acceleration(
+    model, q: Q, qd: QDot, u: U | None, a_prev, u_prev
+) -> Float[Array, " n"]:
+    """The acceleration at the start of a step, reusing the one carried from the previous step if valid.
+
+    The carried a(q_k, q̇_k, u_{k−1}) was computed at the end of the previous step with that step's input; under
+    a zero-order hold the new step needs a(q_k, q̇_k, u_k). The two agree when the input did not change, which
+    is checked at run time (`lax.cond`: skipped work unbatched, both branches under `vmap`).
+    """
+    if u is None:
+        return a_prev
+    same = jnp.all(u == u_prev)
+    return jax.lax.cond(
+        same, lambda: a_prev, lambda: model.acceleration(q, qd, u).astype(a_prev.dtype)
+    )

@@ -1,0 +1,249 @@
+"""The one entry point that steps any model with any integrator: a single `lax.scan`."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from ._types import Inputs, Q, QDot, Trajectory
+from .integrators.base import AbstractIntegrator
+
+
+class RolloutSolution(eqx.Module):
+    """A rollout with its status.
+
+    `qs`, `qds`: shape (steps + 1, n), the initial state first.
+    `converged`: shape (steps,), step k's implicit solve converged and the state after it is finite.
+    """
+
+    qs: Float[Array, "steps+1 n"]
+    qds: Float[Array, "steps+1 n"]
+    converged: Bool[Array, " steps"]
+
+    @property
+    def ok(self) -> Bool[Array, ""]:
+        """Every step converged and stayed finite."""
+        return jnp.all(self.converged)
+
+    @property
+    def failed_step(self) -> Int[Array, ""]:
+        """Index k of the first step that failed (the state qs[k + 1] is the first bad one), or −1."""
+        return jnp.where(self.ok, -1, jnp.argmin(self.converged))
+
+
+_FAILURE = (
+    "lagnet.rollout: an implicit solve did not converge or the state became non-finite; "
+    "call lagnet.rollout_solution(...) to inspect `converged` and `failed_step`, or pass throw=False"
+)
+
+
+def _as_float(x, name: str) -> Array:
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.result_type(float))
+    return x
+
+
+def _check_model(model, integrator):
+    if not hasattr(model, "acceleration"):
+        raise TypeError(
+            f"rollout: model must have acceleration(q, qd, u), got {type(model).__name__}"
+        )
+    if not isinstance(integrator, AbstractIntegrator):
+        raise TypeError(
+            f"rollout: integrator must be a lagnet AbstractIntegrator, got {type(integrator).__name__}"
+        )
+
+
+def _prepare(model, integrator, q0, qd0, us, dt, steps):
+    """Validate shapes (errors at trace time) and bring everything to the state's dtype."""
+    _check_model(model, integrator)
+    q0 = _as_float(q0, "q0")
+    qd0 = _as_float(qd0, "qd0")
+    if q0.ndim != 1:
+        raise ValueError(f"rollout: q0 must have shape (n,), got {q0.shape} (vmap for batches)")
+    if qd0.shape != q0.shape:
+        raise ValueError(f"rollout: qd0 must have the shape of q0 {q0.shape}, got {qd0.shape}")
+    n_dof = getattr(model, "n_dof", None)
+    if isinstance(n_dof, int) and q0.shape != (n_dof,):
+        raise ValueError(f"rollout: the model has n_dof={n_dof}, but q0 has shape {q0.shape}")
+    dtype = jnp.result_type(q0, qd0)
+    q0, qd0 = q0.astype(dtype), qd0.astype(dtype)
+    dt = jnp.asarray(dt, dtype)
+    if dt.ndim > 1:
+        raise ValueError(f"rollout: dt must be a scalar or have shape (steps,), got {dt.shape}")
+    lengths = {}
+    if us is not None:
+        us = jnp.asarray(us)
+        if us.ndim != 2:
+            raise ValueError(f"rollout: us must have shape (steps, m), got {us.shape}")
+        n_inputs = getattr(model, "n_inputs", None)
+        if isinstance(n_inputs, int) and us.shape[1] != n_inputs:
+            raise ValueError(
+                f"rollout: the model has n_inputs={n_inputs}, but us has shape {us.shape}"
+            )
+        lengths["us"] = us.shape[0]
+    if dt.ndim == 1:
+        lengths["dt"] = dt.shape[0]
+    if steps is not None:
+        if not isinstance(steps, int | np.integer) or steps < 0:
+            raise ValueError(f"rollout: steps must be a non-negative integer, got {steps!r}")
+        lengths["steps"] = int(steps)
+    if not lengths:
+        raise ValueError("rollout: with us=None and a scalar dt, pass steps=")
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"rollout: inconsistent numbers of steps {lengths}")
+    steps = next(iter(lengths.values()))
+    dts = jnp.broadcast_to(dt, (steps,))
+    return q0, qd0, us, dts, steps
+
+
+@eqx.filter_jit
+def _solve(model, integrator, q0, qd0, us, dts, throw):
+    steps = dts.shape[0]
+    if steps == 0:
+        empty = jnp.zeros((0,), bool)
+        return RolloutSolution(q0[None], qd0[None], empty)
+    state0 = integrator.init(model, q0, qd0, None if us is None else us[0])
+    # Keep the carry's dtypes fixed: a model with float64 parameters must not promote a float32 rollout.
+    state_dtypes = jax.tree.map(lambda x: x.dtype, state0)
+
+    def body(carry, xs):
+        q, qd, state = carry
+        u, dt = xs
+        q1, qd1, state1, info = integrator.step(model, q, qd, u, dt, state)
+        q1, qd1 = q1.astype(q.dtype), qd1.astype(qd.dtype)
+        state1 = jax.tree.map(lambda x, d: x.astype(d), state1, state_dtypes)
+        ok = info.converged & jnp.all(jnp.isfinite(q1)) & jnp.all(jnp.isfinite(qd1))
+        return (q1, qd1, state1), (q1, qd1, ok)
+
+    _, (qs, qds, converged) = jax.lax.scan(body, (q0, qd0, state0), (us, dts))
+    qs = jnp.concatenate([q0[None], qs])
+    qds = jnp.concatenate([qd0[None], qds])
+    if throw:
+        qs = eqx.error_if(qs, ~jnp.all(converged), _FAILURE)
+    return RolloutSolution(qs, qds, converged)
+
+
+def rollout_solution(
+    model,
+    integrator: AbstractIntegrator,
+    q0: Q,
+    qd0: QDot,
+    us: Inputs | None,
+    dt: Float[ArrayLike, ""] | Float[ArrayLike, " steps"],
+    *,
+    steps: int | None = None,
+    throw: bool = False,
+) -> RolloutSolution:
+    """Like `rollout`, but returns a `RolloutSolution` with the per-step status (and by default never throws)."""
+    q0, qd0, us, dts, _ = _prepare(model, integrator, q0, qd0, us, dt, steps)
+    return _solve(model, integrator, q0, qd0, us, dts, bool(throw))
+
+
+def rollout(
+    model,
+    integrator: AbstractIntegrator,
+    q0: Q,
+    qd0: QDot,
+    us: Inputs | None,
+    dt: Float[ArrayLike, ""] | Float[ArrayLike, " steps"],
+    *,
+    steps: int | None = None,
+    throw: bool = True,
+) -> tuple[Trajectory, Trajectory]:
+    """Step q̈ = model.acceleration(q, q̇, u) from (q0, q̇0) with `integrator`, as one `lax.scan`.
+
+        (q_{k+1}, q̇_{k+1}) = integrator.step(model, q_k, q̇_k, us[k], dt_k),   k = 0, …, steps − 1,
+
+    with us[k] held constant over step k (zero-order hold).
+
+    Arguments:
+        model: anything with `acceleration(q, qd, u)` (a system, a learned model).
+        integrator: an `AbstractIntegrator`.
+        q0, qd0: shape (n,), the initial state.
+        us: shape (steps, m), or None for a model without inputs (then give `steps` or a (steps,) dt).
+        dt: a scalar or shape (steps,) (jittery time stamps); negative steps go back in time.
+        steps: only needed with `us=None` and a scalar dt.
+        throw: raise (`eqx.error_if`) if an implicit solve failed or the state became non-finite, rather than
+            return NaNs silently; with `throw=False` use `rollout_solution` to see where it failed.
+
+    Returns:
+        `(qs, qds)`, each of shape (steps + 1, n) with the initial state first, in the dtype of q0.
+
+    Works under `jit`, `vmap` (batches of initial states and inputs) and `grad`; compiled once per shape.
+    """
+    sol = rollout_solution(model, integrator, q0, qd0, us, dt, steps=steps, throw=throw)
+    return sol.qs, sol.qds
+
+
+def sliding_windows(
+    x: Float[Array, "T ..."], length: int, stride: int = 1
+) -> Float[Array, "W length ..."]:
+    """All windows x[s : s + length] for s = 0, stride, 2·stride, … (as long as they fit), stacked by a gather.
+
+    Use it for the targets of `rollout_windows`: `sliding_windows(qs, horizon + 1, stride)`.
+    """
+    x = jnp.asarray(x)
+    if not isinstance(length, int | np.integer) or length < 1:
+        raise ValueError(f"sliding_windows: length must be a positive integer, got {length!r}")
+    if not isinstance(stride, int | np.integer) or stride < 1:
+        raise ValueError(f"sliding_windows: stride must be a positive integer, got {stride!r}")
+    if x.shape[0] < length:
+        raise ValueError(f"sliding_windows: length {length} exceeds the {x.shape[0]} samples")
+    starts = np.arange(0, x.shape[0] - length + 1, stride)
+    return x[starts[:, None] + np.arange(length)[None, :]]
+
+
+def rollout_windows(
+    model,
+    integrator: AbstractIntegrator,
+    qs: Trajectory,
+    qds: Trajectory,
+    us: Inputs | None,
+    dt: Float[ArrayLike, ""] | Float[ArrayLike, " T"],
+    horizon: int,
+    *,
+    stride: int = 1,
+    throw: bool = True,
+) -> tuple[Float[Array, "W horizon+1 n"], Float[Array, "W horizon+1 n"]]:
+    """Roll out `horizon` steps from every start index s = 0, stride, … of a recorded trajectory.
+
+    The recorded trajectory has T + 1 samples `qs`, `qds` (shape (T + 1, n)), inputs `us` (shape (T, m), us[k]
+    held over [t_k, t_{k+1}]) and step sizes `dt` (scalar or shape (T,)). Window w starts from the recorded
+    state at s = w · stride and uses us[s : s + horizon], dt[s : s + horizon]; all windows run as one vmapped
+    scan. Returns predictions of shape (W, horizon + 1, n), W = (T − horizon) // stride + 1, to compare with
+    `sliding_windows(qs, horizon + 1, stride)`.
+    """
+    qs, qds = _as_float(qs, "qs"), _as_float(qds, "qds")
+    if qs.ndim != 2 or qds.shape != qs.shape:
+        raise ValueError(
+            f"rollout_windows: qs and qds must have the same shape (T + 1, n), got {qs.shape}, {qds.shape}"
+        )
+    T = qs.shape[0] - 1
+    if not isinstance(horizon, int | np.integer) or not 1 <= horizon <= T:
+        raise ValueError(f"rollout_windows: horizon must be in 1..{T}, got {horizon!r}")
+    if us is not None and jnp.shape(us)[0] != T:
+        raise ValueError(f"rollout_windows: us must have shape ({T}, m), got {jnp.shape(us)}")
+    dts = jnp.asarray(dt, qs.dtype)
+    if dts.ndim == 0:
+        dts = jnp.broadcast_to(dts, (T,))
+    if dts.shape != (T,):
+        raise ValueError(
+            f"rollout_windows: dt must be a scalar or have shape ({T},), got {dts.shape}"
+        )
+    # Windows of length horizon + 1 over the T + 1 states start at the same indices as those of length horizon
+    # over the T steps that still leave room: both give W = (T - horizon) // stride + 1.
+    q0s = sliding_windows(qs[:-1], horizon, stride)[:, 0]
+    qd0s = sliding_windows(qds[:-1], horizon, stride)[:, 0]
+    dtw = sliding_windows(dts, horizon, stride)
+    usw = None if us is None else sliding_windows(us, horizon, stride)
+    # Shapes are validated once here, for one window; the vmapped call then traces the batch.
+    _prepare(model, integrator, q0s[0], qd0s[0], None if usw is None else usw[0], dtw[0], None)
+
+    def one(q0, qd0, u, d):
+        return _solve(model, integrator, q0, qd0, u, d, bool(throw))
+
+    sol = jax.vmap(one)(q0s, qd0s, usw, dtw)
+    return sol.qs, sol.qds

@@ -1,0 +1,265 @@
+"""The rollout engine: shapes, time steps, jit / vmap / grad, float32, windows, the diffrax reference."""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import diffrax  # noqa: E402
+import equinox as eqx  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from helpers import Damped, reference_rollout, relative_error  # noqa: E402
+from jax.flatten_util import ravel_pytree  # noqa: E402
+
+from lagnet.integrators import (  # noqa: E402
+    RK4,
+    BackwardEuler,
+    DiffraxReference,
+    ForwardEuler,
+    Leapfrog,
+    Newmark,
+    SymplecticEuler,
+    Variational,
+)
+from lagnet.rollout import rollout, rollout_solution, rollout_windows, sliding_windows  # noqa: E402
+from lagnet.systems import CartPole, Pendulum  # noqa: E402
+
+INTEGRATORS = {
+    "ForwardEuler": ForwardEuler(),
+    "SymplecticEuler": SymplecticEuler(),
+    "Leapfrog": Leapfrog(),
+    "Leapfrog-predicted": Leapfrog(implicit_kick=False),
+    "RK4": RK4(),
+    "BackwardEuler": BackwardEuler(),
+    "Newmark(1/4,1/2)": Newmark(0.25, 0.5),
+    "Newmark(0,1/2)": Newmark(0.0, 0.5),
+    "Newmark(0.3025,0.6)": Newmark(0.3025, 0.6),
+    "Variational": Variational(),
+    "Variational-midpoint": Variational("midpoint"),
+}
+CARTPOLE = Damped(CartPole(), jnp.array([0.3, 0.002]))
+Q0, QD0 = jnp.array([0.1, 1.0]), jnp.array([0.0, -1.0])
+
+
+def _inputs(steps, seed=0):
+    return jnp.asarray(np.random.default_rng(seed).uniform(-1, 1, (steps, 1)))
+
+
+# --- shapes and time steps ----------------------------------------------------------------------------------
+
+
+def test_shapes_and_initial_state():
+    qs, qds = rollout(CARTPOLE, RK4(), Q0, QD0, _inputs(7), 0.02)
+    assert qs.shape == qds.shape == (8, 2)
+    np.testing.assert_array_equal(qs[0], Q0)
+    np.testing.assert_array_equal(qds[0], QD0)
+    qs, qds = rollout(CARTPOLE, RK4(), Q0, QD0, _inputs(0), 0.02)
+    assert qs.shape == (1, 2)
+    qs, _ = rollout(Pendulum(), RK4(), jnp.ones(1), jnp.zeros(1), None, 0.1, steps=5)
+    assert qs.shape == (6, 1)
+
+
+@pytest.mark.parametrize("name", ["Leapfrog", "Newmark(1/4,1/2)", "BackwardEuler", "Variational"])
+def test_jittery_time_steps_match_manual_stepping(name):
+    integrator = INTEGRATORS[name]
+    dts = 0.02 + 0.004 * jnp.asarray(np.random.default_rng(2).uniform(-1, 1, 12))
+    us = _inputs(12)
+    qs, qds = rollout(CARTPOLE, integrator, Q0, QD0, us, dts)
+    q, qd = Q0, QD0
+    state = integrator.init(CARTPOLE, q, qd, us[0])
+    step = jax.jit(lambda *args: integrator.step(CARTPOLE, *args))
+    for k in range(12):
+        q, qd, state, info = step(q, qd, us[k], dts[k], state)
+        assert bool(info.converged)
+    np.testing.assert_allclose(qs[-1], q, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(qds[-1], qd, rtol=1e-12, atol=1e-13)
+
+
+def test_shape_errors():
+    with pytest.raises(ValueError, match="us must have shape"):
+        rollout(CARTPOLE, RK4(), Q0, QD0, jnp.zeros(5), 0.02)
+    with pytest.raises(ValueError, match="inconsistent"):
+        rollout(CARTPOLE, RK4(), Q0, QD0, jnp.zeros((5, 1)), jnp.full(4, 0.02))
+    with pytest.raises(ValueError, match="n_dof"):
+        rollout(CARTPOLE, RK4(), jnp.zeros(3), jnp.zeros(3), jnp.zeros((5, 1)), 0.02)
+    with pytest.raises(ValueError, match="n_inputs"):
+        rollout(CARTPOLE, RK4(), Q0, QD0, jnp.zeros((5, 2)), 0.02)
+    with pytest.raises(ValueError, match="steps="):
+        rollout(CARTPOLE, RK4(), Q0, QD0, None, 0.02)
+    with pytest.raises(TypeError, match="integrator"):
+        rollout(CARTPOLE, "rk4", Q0, QD0, jnp.zeros((5, 1)), 0.02)
+
+
+# --- jit, vmap, float32 -------------------------------------------------------------------------------------
+
+
+def test_compiles_once_per_shape():
+    traces = []
+
+    class Counting(eqx.Module):
+        velocity_dependent = False
+
+        def acceleration(self, q, qd, u):
+            traces.append(None)  # runs only while tracing
+            return -jnp.sin(q) + u
+
+    model = Counting()
+    rollout(model, Leapfrog(), jnp.ones(1), jnp.zeros(1), jnp.zeros((10, 1)), 0.1)
+    n = len(traces)
+    rollout(model, Leapfrog(), 2 * jnp.ones(1), jnp.ones(1), jnp.ones((10, 1)), 0.3)
+    rollout(model, Leapfrog(), jnp.ones(1), jnp.zeros(1), jnp.zeros((10, 1)), jnp.full(10, 0.2))
+    assert len(traces) == n  # scalar and (steps,) dt share the traced (steps,) array
+    rollout(model, Leapfrog(), jnp.ones(1), jnp.zeros(1), jnp.zeros((11, 1)), 0.1)
+    assert len(traces) > n  # a new shape compiles again
+
+
+@pytest.mark.parametrize("name", list(INTEGRATORS))
+def test_vmap_and_jit_match_single_rollouts(name):
+    integrator = INTEGRATORS[name]
+    rng = np.random.default_rng(3)
+    q0s = Q0 + 0.1 * jnp.asarray(rng.normal(size=(3, 2)))
+    qd0s = QD0 + 0.1 * jnp.asarray(rng.normal(size=(3, 2)))
+    us = jnp.asarray(rng.uniform(-1, 1, (3, 20, 1)))
+    batched = jax.jit(jax.vmap(lambda q0, qd0, u: rollout(CARTPOLE, integrator, q0, qd0, u, 0.02)))
+    qs, qds = batched(q0s, qd0s, us)
+    assert qs.shape == (3, 21, 2)
+    for b in (0, 2):
+        qs1, qds1 = rollout(CARTPOLE, integrator, q0s[b], qd0s[b], us[b], 0.02)
+        np.testing.assert_allclose(qs[b], qs1, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(qds[b], qds1, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(INTEGRATORS))
+def test_float32(name):
+    integrator = INTEGRATORS[name]
+    us = _inputs(50)
+    sol32 = rollout_solution(
+        CARTPOLE,
+        integrator,
+        Q0.astype(jnp.float32),
+        QD0.astype(jnp.float32),
+        us.astype(jnp.float32),
+        0.02,
+    )
+    assert sol32.qs.dtype == sol32.qds.dtype == jnp.float32
+    assert bool(sol32.ok)
+    qs64, qds64 = rollout(CARTPOLE, integrator, Q0, QD0, us, 0.02)
+    np.testing.assert_allclose(sol32.qs, qs64, atol=1e-4)
+    np.testing.assert_allclose(sol32.qds, qds64, atol=2e-3)
+
+
+# --- gradients ----------------------------------------------------------------------------------------------
+
+
+def _loss_and_fd(model, integrator, q0, qd0, us, dt):
+    """The 30-step rollout loss of (q0, q̇0, model parameters) as a function of one flat vector."""
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    flat, unravel = ravel_pytree((q0, qd0, params))
+    weights = jnp.linspace(0.5, 1.5, 31)[:, None]
+
+    def loss(theta):
+        q0_, qd0_, p = unravel(theta)
+        qs, qds = rollout(eqx.combine(p, static), integrator, q0_, qd0_, us, dt)
+        return jnp.sum(weights * qs**2) + 0.1 * jnp.sum(weights * jnp.sin(qds))
+
+    return loss, flat
+
+
+_GRAD_CASES = {
+    "cartpole": (CARTPOLE, Q0, QD0, _inputs(30, seed=4), 0.02),
+    "pendulum": (
+        Pendulum(mass=1.2, length=0.9, g=1.1),
+        jnp.array([2.0]),
+        jnp.array([0.1]),
+        _inputs(30),
+        0.1,
+    ),
+}
+
+
+# Every integrator on the forced, damped (velocity-dependent) cart-pole; the q-only code paths (explicit
+# leapfrog and central difference with the zero-order-hold acceleration reuse) on the pendulum.
+_GRAD_RUNS = [("cartpole", name) for name in INTEGRATORS] + [
+    ("pendulum", name) for name in ("Leapfrog", "Newmark(0,1/2)", "Newmark(1/4,1/2)", "Variational")
+]
+
+
+@pytest.mark.parametrize(("system", "name"), _GRAD_RUNS)
+def test_gradients_match_finite_differences(system, name):
+    loss, theta = _loss_and_fd(_GRAD_CASES[system][0], INTEGRATORS[name], *_GRAD_CASES[system][1:])
+    grad = jax.jit(jax.grad(loss))(theta)
+    # Central differences in one vmapped call. The step is small because the pole's damping (0.002, acting through
+    # the pole's inertia 1.3e-3) has a large third derivative: FD truncation is ~2e-7 at 1e-6, ~2e-9 at 1e-7.
+    eps = 1e-7 * (1.0 + jnp.abs(theta))
+    basis = jnp.eye(theta.size) * eps[:, None]
+    f = jax.jit(jax.vmap(loss))
+    fd = (f(theta + basis) - f(theta - basis)) / (2 * eps)
+    assert relative_error(grad, fd) < 1e-6, (name, relative_error(grad, fd))
+    assert theta.size == (
+        11 if system == "cartpole" else 5
+    )  # initial state and every physical parameter
+
+
+# --- windows ------------------------------------------------------------------------------------------------
+
+
+def test_rollout_windows_match_single_rollouts():
+    T, horizon, stride = 23, 5, 2
+    dts = 0.02 + 0.003 * jnp.asarray(np.random.default_rng(5).uniform(-1, 1, T))
+    us = _inputs(T)
+    qs, qds = rollout(CARTPOLE, RK4(), Q0, QD0, us, dts)
+    noisy = qs + 1e-3 * jnp.asarray(np.random.default_rng(6).normal(size=qs.shape))
+    pred_qs, pred_qds = rollout_windows(
+        CARTPOLE, Leapfrog(), noisy, qds, us, dts, horizon, stride=stride
+    )
+    W = (T - horizon) // stride + 1
+    assert pred_qs.shape == pred_qds.shape == (W, horizon + 1, 2)
+    assert sliding_windows(noisy, horizon + 1, stride).shape == (W, horizon + 1, 2)
+    for w in (0, 3, W - 1):
+        s = w * stride
+        q1, qd1 = rollout(
+            CARTPOLE, Leapfrog(), noisy[s], qds[s], us[s : s + horizon], dts[s : s + horizon]
+        )
+        np.testing.assert_allclose(pred_qs[w], q1, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(pred_qds[w], qd1, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(pred_qs[:, 0], sliding_windows(noisy, horizon + 1, stride)[:, 0])
+    # scalar dt, and gradients flow through the windows (training)
+    g = jax.grad(lambda m: jnp.sum(rollout_windows(m, RK4(), qs, qds, us, 0.02, horizon)[0] ** 2))(
+        CARTPOLE
+    )
+    assert np.isfinite(float(g.system.length))
+
+
+def test_rollout_windows_errors():
+    qs = jnp.zeros((11, 2))
+    with pytest.raises(ValueError, match="horizon"):
+        rollout_windows(CARTPOLE, RK4(), qs, qs, jnp.zeros((10, 1)), 0.02, 11)
+    with pytest.raises(ValueError, match="us must have shape"):
+        rollout_windows(CARTPOLE, RK4(), qs, qs, jnp.zeros((9, 1)), 0.02, 3)
+
+
+# --- adaptive reference -------------------------------------------------------------------------------------
+
+
+def test_diffrax_reference_matches_scipy():
+    us = jnp.repeat(_inputs(10), 4, axis=0)  # piecewise constant on 0.04 s segments
+    q_ref, qd_ref = reference_rollout(CARTPOLE, Q0, QD0, us, 0.01)
+    for solver in (diffrax.Tsit5(), diffrax.Kvaerno5()):
+        reference = DiffraxReference(solver, rtol=1e-11, atol=1e-11)
+        sol = rollout_solution(CARTPOLE, reference, Q0, QD0, us, 0.01)
+        assert bool(sol.ok)
+        assert float(jnp.max(jnp.abs(sol.qs - q_ref))) < 1e-8, solver
+        assert float(jnp.max(jnp.abs(sol.qds - qd_ref))) < 1e-7, solver
+    # the one-line comparison of a fixed-step method against the reference
+    qs, _ = rollout(CARTPOLE, RK4(), Q0, QD0, us, 0.01)
+    qs_ref, _ = rollout(
+        CARTPOLE, DiffraxReference(diffrax.Dopri8(), 1e-12, 1e-12), Q0, QD0, us, 0.01
+    )
+    assert 0 < float(jnp.max(jnp.abs(qs - qs_ref))) < 1e-5
+
+
+def test_diffrax_reference_reports_failure():
+    reference = DiffraxReference(diffrax.Tsit5(), rtol=1e-12, atol=1e-12, max_steps=2)
+    sol = rollout_solution(CARTPOLE, reference, Q0, QD0, _inputs(5), 0.1)
+    assert not bool(sol.ok) and int(sol.failed_step) == 0

@@ -9,6 +9,7 @@ from . import data as data
 from . import evaluate as evaluate
 from . import integrators as integrators
 from . import models as models
+from . import oscillators as oscillators
 from . import systems as systems
 from . import train as train
 from .config import ConfigError as ConfigError
@@ -26,6 +27,7 @@ from .integrators import DiffraxReference as DiffraxReference
 from .integrators import ForwardEuler as ForwardEuler
 from .integrators import Leapfrog as Leapfrog
 from .integrators import Newmark as Newmark
+from .integrators import StepInfo as StepInfo
 from .integrators import SymplecticEuler as SymplecticEuler
 from .integrators import Variational as Variational
 from .models import PINODE as PINODE
@@ -36,6 +38,7 @@ from .rollout import RolloutSolution as RolloutSolution
 from .rollout import rollout as rollout
 from .rollout import rollout_solution as rollout_solution
 from .rollout import rollout_windows as rollout_windows
+from .rollout import sliding_windows as sliding_windows
 from .systems import AbstractSystem as AbstractSystem
 from .systems import CartPole as CartPole
 from .systems import DoublePendulum as DoublePendulum

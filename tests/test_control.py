@@ -5,7 +5,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lagnet.control import Dynamics, ShootingMPC, closed_loop_stable, dlqr, find_equilibrium, linearise, lqr
+from lagnet.control import (
+    Dynamics,
+    ShootingMPC,
+    closed_loop_stable,
+    dlqr,
+    find_equilibrium,
+    linearise,
+    lqr,
+)
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
 from lagnet.systems import CartPole, Pendulum
@@ -24,7 +32,9 @@ def test_linearisation_matches_finite_differences():
     for fn in (dyn.f, dyn.step):
         a, b = linearise(fn, x, u)
         eps = 1e-6
-        fd_a = jnp.stack([(fn(x + eps * e, u) - fn(x - eps * e, u)) / (2 * eps) for e in jnp.eye(4)], axis=1)
+        fd_a = jnp.stack(
+            [(fn(x + eps * e, u) - fn(x - eps * e, u)) / (2 * eps) for e in jnp.eye(4)], axis=1
+        )
         fd_b = ((fn(x, u + eps) - fn(x, u - eps)) / (2 * eps))[:, None]
         np.testing.assert_allclose(a, fd_a, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(b, fd_b, rtol=1e-6, atol=1e-7)
@@ -55,10 +65,10 @@ def test_lqr_stabilises_the_known_cartpole():
     ad, bd = linearise(dyn.step, UPRIGHT, jnp.zeros(1))
     kd, _ = dlqr(ad, bd, q * dyn.dt, r * dyn.dt)
     assert closed_loop_stable(ad, bd, kd, discrete=True)
-    for gain in (k, kd):
+    for gain in (jnp.asarray(k), jnp.asarray(kd)):
         for tilt in (-0.25, 0.1, 0.3):
             x0 = UPRIGHT + jnp.array([0.0, tilt, 0.0, 0.0])
-            x_end, (xs, us) = simulate(dyn, x0, lambda x, g=jnp.asarray(gain): -g @ (x - UPRIGHT), 300)
+            x_end, (xs, us) = simulate(dyn, x0, lambda x, g=gain: -g @ (x - UPRIGHT), 300)
             assert jnp.all(jnp.abs(x_end - UPRIGHT) < 1e-3), (tilt, x_end)
 
 

@@ -7,5 +7,7 @@ from .features import StateFeatures as StateFeatures
 from .friction import Friction as Friction
 from .friction import fit_friction as fit_friction
 from .mlp import make_mlp as make_mlp
+from .passive import ContactNetwork as ContactNetwork
+from .passive import PassiveFriction as PassiveFriction
 from .pinode import PINODE as PINODE
 from .potential import LearnedPotential as LearnedPotential

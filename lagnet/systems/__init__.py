@@ -1,9 +1,14 @@
 """Known physics: mechanical systems M(q) q̈ + C(q, q̇) q̇ + G(q) = B(q) u + Q."""
 
 from .base import AbstractSystem as AbstractSystem
+from .bowed import BowedOscillator as BowedOscillator
+from .bowed import SoftFriction as SoftFriction
 from .cartpole import CartPole as CartPole
+from .cloth import Cloth as Cloth
 from .double_pendulum import DoublePendulum as DoublePendulum
 from .duffing import Duffing as Duffing
+from .hammer import Hammer as Hammer
 from .lagrangian import Lagrangian as Lagrangian
 from .mass_spring_chain import MassSpringChain as MassSpringChain
 from .pendulum import Pendulum as Pendulum
+from .rayleigh import Rayleigh as Rayleigh

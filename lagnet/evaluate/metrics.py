@@ -85,7 +85,14 @@ def reversibility_error(model, integrator, q0, qd0, us, dt):
 
 
 def valid_prediction_time(errors, scale, tol: float = 0.5):
-    """Steps until the scaled error first exceeds `tol` (errors (k, 2n), scale (2n,)); k if never."""
-    exceeded = jnp.any(errors / scale > tol, axis=-1)
+    """Steps until the normalised error first exceeds `tol`; k if never.
+
+        NRMSE_j = sqrt(mean_i (e_ij / σ_i)²)  over the state variables i at step j,
+
+    with σ the variables' spread in the data (errors (k, 2n), scale (2n,)). One noisy velocity sample does not end
+    the valid time; a rollout that has lost the motion does.
+    """
+    nrmse = jnp.sqrt(jnp.mean((errors / scale) ** 2, axis=-1))
+    exceeded = nrmse > tol
     k = errors.shape[0]
     return jnp.where(jnp.any(exceeded), jnp.argmax(exceeded), k)

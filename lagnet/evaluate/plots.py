@@ -60,7 +60,14 @@ def plot_long_rollout(t, q, qd, predictions: dict, names, path: str) -> str:
         ax = axs[i // (n // 2), i % (n // 2)]
         ax.plot(t, true[:, i], "k.", ms=2, label="measured")
         for j, (label, pred) in enumerate(preds.items()):
-            ax.plot(t, pred[:, i], "-", lw=1.4 if j == 0 else 1.0, label=label, alpha=1 if j == 0 else 0.7)
+            ax.plot(
+                t,
+                pred[:, i],
+                "-",
+                lw=1.4 if j == 0 else 1.0,
+                label=label,
+                alpha=1 if j == 0 else 0.7,
+            )
         ax.set_xlabel("t [s]")
         ax.set_ylabel(f"{name} [{unit(name)}]")
     axs[0, 0].legend(fontsize=7)
@@ -68,6 +75,129 @@ def plot_long_rollout(t, q, qd, predictions: dict, names, path: str) -> str:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_phase_portrait(q, qd, q_pred, qd_pred, system, path: str) -> str:
+    """Phase-space portrait (q_i, q̇_i) of the measured and the predicted long rollout, one panel per coordinate."""
+    n = q.shape[1]
+    fig, axs = plt.subplots(1, n, figsize=(3.4 * n, 3.0), squeeze=False)
+    for i, name in enumerate(system.coordinate_names):
+        ax = axs[0, i]
+        ax.plot(q[:, i], qd[:, i], "k.", ms=2, label="measured")
+        ax.plot(q_pred[:, i], qd_pred[:, i], "-", lw=1.2, label="model")
+        ax.set_xlabel(f"{name} [{unit(name)}]")
+        ax.set_ylabel(f"{name}_dot [{unit(name + '_dot')}]")
+    axs[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_energy(t, e_measured, e_model, path: str) -> str:
+    """The model's energy along its rollout and along the measurement, and their difference."""
+    fig, axs = plt.subplots(1, 2, figsize=(8, 2.8))
+    axs[0].plot(t, e_measured, "k.", ms=2, label="measured state")
+    axs[0].plot(t, e_model, "-", lw=1.2, label="model rollout")
+    axs[0].set_ylabel("energy [J]")
+    axs[0].legend(fontsize=7)
+    axs[1].plot(t, e_model - e_measured, "-", lw=1.2)
+    axs[1].set_ylabel("energy error [J]")
+    for ax in axs:
+        ax.set_xlabel("t [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_learned_parts(model, trajs, path: str) -> str | None:
+    """What the model learned against the truth where the data's generator is known.
+
+    PINODE: the learned non-conservative force on each coordinate against its velocity over the measured samples,
+    with the simulated rig's unmodelled forces at the same states. Learned potential: V_θ against the known V.
+    Returns None for models without learned forces.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from ..models import PINODE, LearnedPotential
+
+    if isinstance(model, LearnedPotential):
+        n = model.system.n_dof
+        if n != 1:
+            return None
+        grid = jnp.linspace(-np.pi, np.pi, 200)[:, None]
+        learned = np.asarray(jax.vmap(model.learned_potential)(grid))
+        true = np.asarray(jax.vmap(model.system.potential_energy)(grid))
+        fig, ax = plt.subplots(figsize=(4.2, 3))
+        ax.plot(grid[:, 0], true - true.mean(), "k--", label="known V")
+        ax.plot(grid[:, 0], learned - learned.mean(), "-", label="learned $V_\\theta$")
+        ax.set_xlabel(f"{model.system.coordinate_names[0]} [rad]")
+        ax.set_ylabel("V − mean [J]")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+    if not isinstance(model, PINODE) or (model.network is None and model.friction is None):
+        return None
+    traj = trajs[0]
+    step = max(traj.n_rows // 4000, 1)
+    q, qd, u = (jnp.asarray(x[::step]) for x in (traj.q, traj.qd, traj.u))
+    learned = np.asarray(jax.vmap(model.nonconservative_force)(q, qd, u.astype(q.dtype)))
+    plant = _true_plant(traj.meta)
+    true = np.asarray(jax.vmap(plant.unmodelled_force)(q, qd)) if plant is not None else None
+    names = model.system.coordinate_names
+    fig, axs = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3), squeeze=False)
+    for i, name in enumerate(names):
+        ax = axs[0, i]
+        ax.plot(
+            np.asarray(qd[:, i]),
+            learned[:, i],
+            ".",
+            ms=1.5,
+            alpha=0.5,
+            label="learned Q (friction + network)",
+        )
+        if true is not None:
+            ax.plot(
+                np.asarray(qd[:, i]),
+                true[:, i],
+                "k.",
+                ms=1,
+                alpha=0.5,
+                label="rig's unmodelled forces",
+            )
+        ax.set_xlabel(f"{name}_dot [{unit(name + '_dot')}]")
+        ax.set_ylabel(f"generalised force on {name}")
+    axs[0, 0].legend(fontsize=6, markerscale=5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _true_plant(meta: dict):
+    """The simulated rig's true plant from a data file's metadata, or None (measured or unknown data)."""
+    import dataclasses
+
+    from ..data.rigs import CartPoleRig, PendulumRig
+
+    rigs = {
+        "lagnet.data.rigs.cartpole.CartPoleRig": CartPoleRig,
+        "lagnet.data.rigs.pendulum.PendulumRig": PendulumRig,
+    }
+    cls = rigs.get(meta.get("generator", ""))
+    if cls is None:
+        return None
+    fields = {f.name for f in dataclasses.fields(cls)}
+    params = {
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in meta.get("params", {}).items()
+        if k in fields
+    }
+    return cls(**params).plant()
 
 
 def write_report(metrics: dict, figures: dict, path: str) -> str:
@@ -83,6 +213,19 @@ def write_report(metrics: dict, figures: dict, path: str) -> str:
         "absolute error (angles compared as angles):",
         "",
         format_table(metrics),
+        "",
+        f"Long rollout of {metrics['long_rollout']['steps']} steps from a measured state: "
+        f"valid prediction time {metrics['long_rollout']['valid_prediction_time_s']:.2f} s "
+        f"({metrics['long_rollout']['valid_prediction_tolerance']}), "
+        f"max energy error {metrics['long_rollout']['energy_error_max']:.3g} J, "
+        f"unforced energy drift {metrics['long_rollout']['unforced_energy_drift_per_s']:.3g} J/s, "
+        f"reversibility error {metrics['long_rollout']['reversibility_error']:.3g}"
+        + (
+            ""
+            if metrics["long_rollout"]["ok"]
+            else f"; the rollout FAILED at step {metrics['long_rollout']['failed_step']}"
+        )
+        + ".",
         "",
     ]
     for label, fig in figures.items():

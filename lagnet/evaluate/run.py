@@ -11,11 +11,19 @@ import numpy as np
 from ..data.loader import load_trajectories
 from ..data.windows import make_windows
 from ..models import PINODE
-from ..rollout import rollout
+from ..rollout import rollout_solution
 from ..train.build import build_integrator, with_input_history
 from ..train.checkpoint import save_json
 from ..train.loop import load_model
-from .metrics import hold_errors, state_abs_error, summarise_errors, window_errors
+from .metrics import (
+    energy_error,
+    hold_errors,
+    reversibility_error,
+    state_abs_error,
+    summarise_errors,
+    valid_prediction_time,
+    window_errors,
+)
 
 
 def select_windows(trajs, horizon: int, count: int, seed: int, dtype):
@@ -59,7 +67,12 @@ def evaluate_run(
 
     errs = {
         "model": eqx.filter_jit(window_errors)(model, integrator, windows, angles),
-        "known physics": eqx.filter_jit(window_errors)(PINODE(system), integrator, windows, angles),
+        "known physics": eqx.filter_jit(window_errors)(
+            PINODE(system, input_history=config["model"]["input_history"]),
+            integrator,
+            windows,
+            angles,
+        ),
         "hold initial state": hold_errors(windows, angles),
     }
     metrics = {
@@ -72,19 +85,52 @@ def evaluate_run(
         "errors": {k: summarise_errors(v, names) for k, v in errs.items()},
     }
 
-    # A longer rollout from the first test sample (the paper's Figure 3), and the model's energy along it.
+    # A longer rollout from a measured state (the paper's Figure 3), and its physics.
     long = select_windows(trajs, ec["long_horizon"], 1, config["seed"], dtype)
     w = jax.tree_util.tree_map(lambda x: x[0], long)
-    qs, qds = eqx.filter_jit(rollout)(model, integrator, w.q[0], w.qd[0], w.u, w.dt, throw=False)
-    qk, qdk = eqx.filter_jit(rollout)(PINODE(system), integrator, w.q[0], w.qd[0], w.u, w.dt, throw=False)
+    roll = eqx.filter_jit(rollout_solution)
+    sol = roll(model, integrator, w.q[0], w.qd[0], w.u, w.dt)
+    qs, qds = sol.qs, sol.qds
+    known = roll(
+        PINODE(system, input_history=config["model"]["input_history"]),
+        integrator,
+        w.q[0],
+        w.qd[0],
+        w.u,
+        w.dt,
+    )
     long_err = state_abs_error(qs[1:], qds[1:], w.q[1:], w.qd[1:], angles)
+    spread = jnp.concatenate([jnp.std(windows.q[:, 0], 0), jnp.std(windows.qd[:, 0], 0)])
+    t_long = np.cumsum(np.concatenate([[0.0], np.asarray(w.dt)]))
+    vpt = int(valid_prediction_time(long_err, jnp.where(spread > 0, spread, 1.0), tol=0.5))
+    e_model = jax.vmap(model.energy)(qs, qds)
+    e_measured = jax.vmap(model.energy)(w.q, w.qd)
+    # Without input the energy of a passive model can only fall: its drift rate says how fast.
+    unforced = roll(model, integrator, w.q[0], w.qd[0], jnp.zeros_like(w.u), w.dt)
+    _, _, unforced_drift = energy_error(model.energy, unforced.qs, unforced.qds)
     metrics["long_rollout"] = {
         "steps": ec["long_horizon"],
+        "ok": bool(sol.ok),
+        "failed_step": int(sol.failed_step),
         "mean_abs_error": dict(zip(names, np.asarray(long_err.mean(0)).tolist(), strict=True)),
+        "valid_prediction_time_s": float(t_long[vpt]) if vpt < len(t_long) else float(t_long[-1]),
+        "valid_prediction_tolerance": "normalised RMS state error (by the data's spread) below 0.5",
+        "energy_error_max": float(jnp.max(jnp.abs(e_model - e_measured))),
+        "unforced_energy_drift_per_s": float(unforced_drift / jnp.mean(w.dt)),
+        "reversibility_error": float(
+            eqx.filter_jit(reversibility_error)(model, integrator, w.q[0], w.qd[0], w.u, w.dt)
+        ),
     }
     save_json(os.path.join(out_dir, "metrics.json"), metrics)
     if plots:
-        from .plots import plot_histograms, plot_long_rollout, write_report
+        from .plots import (
+            plot_energy,
+            plot_histograms,
+            plot_learned_parts,
+            plot_long_rollout,
+            plot_phase_portrait,
+            write_report,
+        )
 
         figs = {
             "histograms": plot_histograms(
@@ -94,11 +140,25 @@ def evaluate_run(
                 np.cumsum(np.concatenate([[0.0], np.asarray(w.dt)])),
                 np.asarray(w.q),
                 np.asarray(w.qd),
-                {"model": (qs, qds), "known physics": (qk, qdk)},
+                {"model": (qs, qds), "known physics": (known.qs, known.qds)},
                 names,
                 os.path.join(out_dir, "long_rollout.png"),
             ),
         }
+        figs["phase_portrait"] = plot_phase_portrait(
+            np.asarray(w.q),
+            np.asarray(w.qd),
+            np.asarray(qs),
+            np.asarray(qds),
+            system,
+            os.path.join(out_dir, "phase_portrait.png"),
+        )
+        figs["energy"] = plot_energy(
+            t_long, np.asarray(e_measured), np.asarray(e_model), os.path.join(out_dir, "energy.png")
+        )
+        learned = plot_learned_parts(model, trajs, os.path.join(out_dir, "learned_force.png"))
+        if learned is not None:
+            figs["learned_parts"] = learned
         write_report(metrics, figs, os.path.join(out_dir, "report.md"))
     return metrics
 

@@ -1,44 +1,16 @@
 """Shared test helpers: reference solutions, order fits, comparisons, test models."""
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from lagnet.models import PINODE, Friction
 
-class Damped(eqx.Module):
-    """A system with viscous friction Q = −c ⊙ q̇ added: a forced, damped, velocity-dependent model."""
 
-    system: eqx.Module
-    damping: jax.Array
-
-    @property
-    def velocity_dependent(self) -> bool:
-        return True
-
-    @property
-    def n_dof(self) -> int:
-        return self.system.n_dof
-
-    @property
-    def n_inputs(self) -> int:
-        return self.system.n_inputs
-
-    def acceleration(self, q, qd, u=None):
-        return self.system.acceleration(q, qd, u, Q=-self.damping * qd)
-
-    def mass_matrix(self, q):
-        return self.system.mass_matrix(q)
-
-    def kinetic_energy(self, q, qd):
-        return self.system.kinetic_energy(q, qd)
-
-    def potential_energy(self, q):
-        return self.system.potential_energy(q)
-
-    def energy(self, q, qd):
-        return self.system.energy(q, qd)
+def damped(system, damping):
+    """The system with viscous friction Q = −c ⊙ q̇ added: a forced, damped, velocity-dependent model."""
+    return PINODE(system, friction=Friction(jnp.zeros(system.n_dof), jnp.asarray(damping)))
 
 
 def reference_rollout(model, q0, qd0, us, dt, *, rtol=1e-13, atol=1e-13):

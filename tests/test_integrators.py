@@ -11,7 +11,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from helpers import Damped, fitted_order, reference_rollout  # noqa: E402
+from helpers import damped, fitted_order, reference_rollout  # noqa: E402
 
 from lagnet.integrators import (  # noqa: E402
     RK4,
@@ -65,7 +65,7 @@ def _convergence_case(name):
         model, q0, qd0 = Pendulum(), jnp.array([2.0]), jnp.array([0.0])
         segment, us = 0.25, np.zeros((8, 1))  # 2 s
     else:
-        model = Damped(CartPole(), jnp.array([0.3, 0.002]))
+        model = damped(CartPole(), jnp.array([0.3, 0.002]))
         q0, qd0 = jnp.array([0.1, 1.0]), jnp.array([0.0, -1.0])
         # 1 s of piecewise-constant force; the pole swings at about 8 rad/s.
         segment, us = 0.05, np.random.default_rng(0).uniform(-1.0, 1.0, (20, 1))

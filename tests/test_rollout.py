@@ -9,7 +9,7 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from helpers import Damped, reference_rollout, relative_error  # noqa: E402
+from helpers import damped, reference_rollout, relative_error  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
 from lagnet.integrators import (  # noqa: E402
@@ -38,7 +38,7 @@ INTEGRATORS = {
     "Variational": Variational(),
     "Variational-midpoint": Variational("midpoint"),
 }
-CARTPOLE = Damped(CartPole(), jnp.array([0.3, 0.002]))
+CARTPOLE = damped(CartPole(), jnp.array([0.3, 0.002]))
 Q0, QD0 = jnp.array([0.1, 1.0]), jnp.array([0.0, -1.0])
 
 
@@ -196,9 +196,8 @@ def test_gradients_match_finite_differences(system, name):
     f = jax.jit(jax.vmap(loss))
     fd = (f(theta + basis) - f(theta - basis)) / (2 * eps)
     assert relative_error(grad, fd) < 1e-6, (name, relative_error(grad, fd))
-    assert theta.size == (
-        11 if system == "cartpole" else 5
-    )  # initial state and every physical parameter
+    # The initial state and every parameter: the cart-pole's 5 and its friction's Coulomb and viscous terms.
+    assert theta.size == (13 if system == "cartpole" else 5)
 
 
 # --- windows ------------------------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def _env_class():
                     f"LearnedModelEnv: max_steps must be a positive integer, got {max_steps!r}"
                 )
             m, n = dynamics.n_inputs, dynamics.n_dof
-            u_max = np.broadcast_to(np.asarray(u_max, dtype=np.float32), (m,)).copy()
+            u_max = np.broadcast_to(np.asarray(u_max, dtype=float), (m,)).copy()
             if not np.all(np.isfinite(u_max) & (u_max > 0)):
                 raise ValueError(
                     f"LearnedModelEnv: u_max must be finite and > 0 (one number, or {m} of them), "
@@ -91,7 +91,8 @@ def _env_class():
             self.terminate_fn = _terminate_on_nonfinite if terminate_fn is None else terminate_fn
             self.dt = dynamics.dt if dt is None else float(dt)
             self.observation_space = spaces.Box(-np.inf, np.inf, (2 * n,), np.float32)
-            self.action_space = spaces.Box(-u_max, u_max, (m,), np.float32)
+            high = u_max.astype(np.float32)
+            self.action_space = spaces.Box(-high, high, (m,), np.float32)
             self._transition = jax.jit(self._transition_fn)
             self._state = None
             self._steps = 0
@@ -134,7 +135,7 @@ def _env_class():
         def step(self, action):
             if self._state is None:
                 raise RuntimeError("LearnedModelEnv: call reset() before step()")
-            action = np.asarray(action, dtype=np.float32).reshape(self.action_space.shape)
+            action = np.asarray(action).reshape(self.action_space.shape)
             x_next, u, reward, terminated = self._transition(self._state, action)
             self._state = x_next
             self._steps += 1

@@ -52,9 +52,20 @@ class AbstractModel(eqx.Module):
         # An unforced rollout passes u = None: the inputs are then zero.
         return jnp.zeros(self.n_inputs, q.dtype) if u is None else u
 
+    # The model's Lagrangian L = T − V: the known system's unless a model learns its own. `Variational` steps
+    # with it (the rest of q̈ counts as non-conservative force), and evaluation measures energy with it.
+    def mass_matrix(self, q: Q):
+        return self._known_system().mass_matrix(q)
+
+    def kinetic_energy(self, q: Q, qd: QDot):
+        return 0.5 * qd @ self.mass_matrix(q) @ qd
+
+    def potential_energy(self, q: Q):
+        return self._known_system().potential_energy(q)
+
     def energy(self, q: Q, qd: QDot):
-        """The model's mechanical energy (the known system's unless the model learns its own)."""
-        return self._known_system().energy(q, qd)
+        """E = T + V of the model."""
+        return self.kinetic_energy(q, qd) + self.potential_energy(q)
 
     def _known_system(self) -> AbstractSystem:
         return self.system

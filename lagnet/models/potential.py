@@ -27,6 +27,12 @@ class LearnedPotential(AbstractModel):
     mass_factor: jax.Array | None
     dissipation: eqx.Module | None
 
+    def mass_matrix(self, q):
+        return self._mass(q)
+
+    def potential_energy(self, q: Q):
+        return self.learned_potential(q)
+
     def _mass(self, q):
         if self.mass_factor is None:
             return self.system.mass_matrix(q)
@@ -48,9 +54,6 @@ class LearnedPotential(AbstractModel):
             return jnp.zeros_like(qd)
         r = self.dissipation_factor(q)
         return -r @ (r.T @ qd)
-
-    def energy(self, q: Q, qd: QDot):
-        return 0.5 * qd @ self._mass(q) @ qd + self.learned_potential(q)
 
     @property
     def velocity_dependent(self) -> bool:

@@ -3,30 +3,19 @@
 import equinox as eqx
 
 from ..._types import Q, QDDot, QDot, U
+from ...models.base import AbstractModel
 from ...systems.base import AbstractSystem
 
 
-class Plant(eqx.Module):
+class Plant(AbstractModel):
     """q̈ = M(q)⁻¹ (B u + Σ_j Q_j(q, q̇) − C q̇ − G): `system` with the extra generalised forces `forces`.
 
-    A model in the sense of `lagnet.rollout.rollout` (anything with `acceleration(q, qd, u)`); the forces depend
-    on q̇, so `velocity_dependent` is True and integrators must not assume otherwise.
+    A model (`AbstractModel`) with nothing learned; the forces depend on q̇, so `velocity_dependent` is True and
+    integrators must not assume otherwise.
     """
 
     system: AbstractSystem
     forces: tuple[eqx.Module, ...]
-
-    @property
-    def velocity_dependent(self) -> bool:
-        return True
-
-    @property
-    def n_dof(self) -> int:
-        return self.system.n_dof
-
-    @property
-    def n_inputs(self) -> int:
-        return self.system.n_inputs
 
     def unmodelled_force(self, q: Q, qd: QDot) -> QDot:
         """Σ_j Q_j(q, q̇): everything the known system does not have."""

@@ -165,3 +165,10 @@ def test_truncated_checkpoint_names_the_file(tmp_path):
     with pytest.raises(ValueError, match=r"m.eqx: cannot be loaded into this model .* truncated"):
         load_tree(path, tree)
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]
+
+
+def test_full_disk_fails_early(tmp_path):
+    from lagnet.train.loop import _check_output_dir
+
+    with pytest.raises(ValueError, match=r"MB free on its disk; training needs at least"):
+        _check_output_dir(str(tmp_path / "run"), min_free_bytes=10**18)

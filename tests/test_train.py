@@ -240,3 +240,28 @@ def test_unknown_friction_coordinate_is_named(pendulum_csv):
         ConfigError, match=r"model.friction.coulomb: 'x' is not a coordinate of Pendulum"
     ):
         build_model(config, Pendulum(), None, key=jax.random.key(0))
+
+
+def test_system_identification_recovers_a_length(tmp_path):
+    """Data from a pendulum 30 % longer than the model thinks: learning `length` alone recovers it."""
+    true = Pendulum(length=1.3)
+    rng = np.random.default_rng(4)
+    u = np.repeat(rng.normal(size=(30, 1)), 20, axis=0)
+    qs, qds = rollout(true, RK4(), jnp.array([1.0]), jnp.array([0.0]), jnp.asarray(u), 0.05)
+    t = 0.05 * np.arange(601)
+    path = tmp_path / "long.csv"
+    data = np.column_stack([t, np.asarray(qs)[:, 0], np.asarray(qds)[:, 0], np.append(u[:, 0], 0.0)])
+    np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
+    config = config_for(str(path), type="known", learn_parameters=["length"])
+    config["model"]["type"] = "pure_ode"
+    config["training"].update(epochs=60, learning_rate=2e-2, horizon=5)
+    result = train(config, str(tmp_path / "run"), progress=False)
+    np.testing.assert_allclose(result.model._known_system().length, 1.3, rtol=2e-3)
+
+
+def test_curriculum_grows_the_horizon(pendulum_csv, tmp_path):
+    config = config_for(pendulum_csv, type="pinode")
+    config["training"].update(epochs=4, horizon=1, curriculum=[[2, 4]])
+    train(config, str(tmp_path / "run"), progress=False)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [x.get("horizon") for x in lines[1:]] == [1, 1, 4, 4]

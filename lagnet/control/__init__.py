@@ -8,3 +8,12 @@ from .lqr import closed_loop_stable as closed_loop_stable
 from .lqr import dlqr as dlqr
 from .lqr import lqr as lqr
 from .mpc import ShootingMPC as ShootingMPC
+
+
+def __getattr__(name):
+    # Gymnasium is optional: `LearnedModelEnv` is built only when asked for.
+    if name == "LearnedModelEnv":
+        from .gym_env import LearnedModelEnv
+
+        return LearnedModelEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -67,19 +67,35 @@ class Dynamics(eqx.Module):
     def step(self, x: State, u: Input, dt=None) -> State:
         q, qd = self.split(x)
         dt = self.dt if dt is None else dt
+        u = self.full_input(u)
         qs, qds = rollout(
             self.model, self.integrator, q, qd, u[None], jnp.asarray(dt)[None], throw=False
         )
         return jnp.concatenate([qs[-1], qds[-1]])
 
+    def history_inputs(self, us, u_past=None):
+        """us (steps, m) → the model's inputs (steps, m (k + 1)): at step j, u_j, u_{j−1}, …, u_{j−k}.
+
+        Inputs before the first come from `u_past` (k, m), newest first, or repeat us[0] when it is None.
+        For a model without input history this is `us` itself.
+        """
+        us = jnp.asarray(us)
+        k = getattr(self.model, "input_history", 0)
+        if not k or us.shape[-1] != self.n_inputs:
+            return us
+        past = jnp.broadcast_to(us[0], (k, us.shape[-1])) if u_past is None else jnp.asarray(u_past)
+        padded = jnp.concatenate([past[::-1], us])  # oldest first
+        steps = us.shape[0]
+        return jnp.concatenate([padded[k - lag : k - lag + steps] for lag in range(k + 1)], axis=-1)
+
     def rollout(
-        self, x0: State, us: Float[Array, "steps m"], dt=None
+        self, x0: State, us: Float[Array, "steps m"], dt=None, u_past=None
     ) -> Float[Array, "steps+1 2n"]:
+        """States (steps + 1, 2n) from x0 under the inputs us (steps, m); see `history_inputs` for `u_past`."""
         q, qd = self.split(x0)
         dt = self.dt if dt is None else dt
-        qs, qds = rollout(
-            self.model, self.integrator, q, qd, jax.vmap(self.full_input)(us), dt, throw=False
-        )
+        inputs = self.history_inputs(us, u_past)
+        qs, qds = rollout(self.model, self.integrator, q, qd, inputs, dt, throw=False)
         return jnp.concatenate([qs, qds], axis=-1)
 
 

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["LearnedModelEnv"]
+__all__ = ["LearnedModelEnv"]  # noqa: F822 (built on first access, see __getattr__)
 
 _MISSING = (
     "lagnet.control.LearnedModelEnv needs Gymnasium, an optional dependency: "

@@ -32,7 +32,8 @@ class Actuator(eqx.Module):
 
     def __check_init__(self):
         check_positive("Actuator", "time_constant", self.time_constant, allow_zero=True)
-        check_positive("Actuator", "limit", self.limit)
+        if not np.all(np.isposinf(np.asarray(self.limit))):  # no limit (the default) is allowed
+            check_positive("Actuator", "limit", self.limit)
 
     def delay_steps(self, h: float) -> int:
         return int(round(self.delay / h))

@@ -1,6 +1,5 @@
 """`lagnet evaluate`: the paper's window errors (Figure 4), a long rollout (Figure 3), energy, and a report."""
 
-import dataclasses
 import os
 
 import equinox as eqx
@@ -8,11 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..data.loader import load_trajectories
 from ..data.windows import make_windows
 from ..models import PINODE
 from ..rollout import rollout_solution
-from ..train.build import build_integrator, with_input_history
+from ..train.build import build_integrator, load_recordings
 from ..train.checkpoint import save_json
 from ..train.loop import load_model
 from .metrics import (
@@ -36,17 +34,9 @@ def select_windows(trajs, horizon: int, count: int, seed: int, dtype):
 
 
 def load_eval_data(config, system, paths=None):
+    """The evaluation recordings: `paths`, else the config's test files, else its training files."""
     paths = paths or config["data"]["test"] or config["data"]["train"]
-    trajs = []
-    for path in paths:
-        trajs.extend(load_trajectories(path, config["data"]["mapping"], system=system))
-    h = config["model"]["input_history"]
-    if h:
-        trajs = [with_input_history(t, h) for t in trajs]
-    if config["integrator"]["dt"] is not None:
-        dt = config["integrator"]["dt"]
-        trajs = [dataclasses.replace(t, t=t.t[0] + dt * np.arange(t.n_rows)) for t in trajs]
-    return trajs, paths
+    return load_recordings(config, system, paths), paths
 
 
 def evaluate_run(

@@ -50,6 +50,22 @@ def with_input_history(traj, history: int):
     return dataclasses.replace(traj, u=augment_inputs(traj.u, history), input_names=names)
 
 
+def load_recordings(config: dict, system, paths):
+    """The trajectories in `paths`, mapped by `data.mapping` and prepared as the model consumes them: the
+    inputs extended by the model's input history, the time stamps replaced by `integrator.dt` when it is fixed."""
+    from ..data.loader import load_trajectories
+
+    trajs = []
+    for path in paths:
+        trajs.extend(load_trajectories(path, config["data"]["mapping"], system=system))
+    history = config["model"]["input_history"]
+    trajs = [with_input_history(t, history) for t in trajs]
+    dt = config["integrator"]["dt"]
+    if dt is not None:
+        trajs = [dataclasses.replace(t, t=t.t[0] + dt * np.arange(t.n_rows)) for t in trajs]
+    return trajs
+
+
 def build_system(config: dict):
     name, params = config["system"]["name"], config["system"]["params"]
     try:

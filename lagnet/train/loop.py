@@ -14,9 +14,9 @@ import optax
 from tqdm.auto import tqdm
 
 from .. import config as _config
-from ..data.loader import finite_difference, load_trajectories
+from ..data.loader import finite_difference
 from ..data.windows import make_windows, split_by_file, split_by_time
-from .build import build_integrator, build_model, build_system, with_input_history
+from .build import build_integrator, build_model, build_system, load_recordings
 from .checkpoint import load_tree, save_json, save_tree, save_yaml
 from .loss import StateLoss, batch_loss
 
@@ -42,9 +42,7 @@ def load_training_data(config: dict, system):
     dc = config["data"]
     if not dc["train"]:
         raise _config.ConfigError("data.train must name at least one file")
-    trajs = []
-    for path in dc["train"]:
-        trajs.extend(load_trajectories(path, dc["mapping"], system=system))
+    trajs = load_recordings(config, system, dc["train"])
     if dc["max_duration"] is not None:
         kept, left = [], dc["max_duration"]
         for traj in trajs:
@@ -54,12 +52,6 @@ def load_training_data(config: dict, system):
             kept.append(traj.slice(0, rows) if rows < traj.n_rows else traj)
             left -= kept[-1].duration
         trajs = kept
-    history = config["model"]["input_history"]
-    if history:
-        trajs = [with_input_history(t, history) for t in trajs]
-    if config["integrator"]["dt"] is not None:
-        dt = config["integrator"]["dt"]
-        trajs = [dataclasses.replace(t, t=t.t[0] + dt * np.arange(t.n_rows)) for t in trajs]
     v = dc["validation_fraction"]
     if v > 0 and len(trajs) >= 10:
         # Many short episodes (e.g. sampled pairs of states): hold out whole episodes.

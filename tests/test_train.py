@@ -91,7 +91,7 @@ def config_for(path, **model):
             "friction": {"coulomb": ["theta"], "viscous": ["theta"], "fit": "none"},
         },
         {"type": "blackbox"},
-        {"type": "potential", "dissipation": True},
+        {"type": "potential", "dissipation": True, "activation": "tanh"},
     ],
     ids=["pinode", "pinode_friction", "pure_ode", "blackbox", "potential"],
 )
@@ -234,6 +234,12 @@ def test_config_file_errors(tmp_path):
     assert config["data"]["train"] == [str(tmp_path / "sub" / "file.csv")]
 
 
+def test_relu_potential_is_refused(pendulum_csv):
+    config = config_for(pendulum_csv, type="potential")
+    with pytest.raises(ConfigError, match=r"model.activation: relu is not smooth enough"):
+        build_model(config, Pendulum(), None, key=jax.random.key(0))
+
+
 def test_unknown_friction_coordinate_is_named(pendulum_csv):
     config = config_for(pendulum_csv, type="pure_ode", friction={"coulomb": ["x"]})
     with pytest.raises(
@@ -250,7 +256,9 @@ def test_system_identification_recovers_a_length(tmp_path):
     qs, qds = rollout(true, RK4(), jnp.array([1.0]), jnp.array([0.0]), jnp.asarray(u), 0.05)
     t = 0.05 * np.arange(601)
     path = tmp_path / "long.csv"
-    data = np.column_stack([t, np.asarray(qs)[:, 0], np.asarray(qds)[:, 0], np.append(u[:, 0], 0.0)])
+    data = np.column_stack(
+        [t, np.asarray(qs)[:, 0], np.asarray(qds)[:, 0], np.append(u[:, 0], 0.0)]
+    )
     np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
     config = config_for(str(path), type="known", learn_parameters=["length"])
     config["model"]["type"] = "pure_ode"

@@ -218,15 +218,20 @@ def build_model(config: dict, system, data=None, *, key):
         scale = _output_scale(mc["output_scale"], n, None if data is None else data["qdd"])
         return BlackBox(system, mlp(n, False), features, scale, mc["input_history"])
     if kind == "potential":
+        if mc["activation"] == "relu":
+            # V_θ's gradient is the force: a ReLU network makes it piecewise constant, and leapfrog's
+            # accuracy and the energy behaviour rest on a smooth potential.
+            raise ConfigError(
+                "model.activation: relu is not smooth enough for a learned potential (its force would be "
+                "piecewise constant); use tanh, softplus, gelu, silu or elu"
+            )
         k1, k2 = jax.random.split(key)
         potential = make_mlp(
             features.size,
             1,
             width=mc["width"],
             depth=mc["depth"],
-            activation="softplus"
-            if mc["activation"] == "relu"  # V must be smooth: its gradient is the force
-            else mc["activation"],
+            activation=mc["activation"],
             final_activation="identity",
             zero_output=False,
             key=k1,
@@ -239,7 +244,8 @@ def build_model(config: dict, system, data=None, *, key):
                 depth=mc["depth"],
                 activation="tanh",
                 final_activation="identity",
-                zero_output=True,
+                # Not zero: D = ½ q̇ᵀRRᵀq̇ has zero gradient in R at R = 0, so it would never learn.
+                zero_output=False,
                 key=k2,
             )
             if mc["dissipation"]

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from lagnet.rollout import rollout  # noqa: E402
+from lagnet.oscillators import step_jacobian  # noqa: E402
 from lagnet.systems import MassSpringChain  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -60,13 +60,8 @@ def linear_oscillator(omega: float = 1.0) -> MassSpringChain:
 def step_matrix(integrator, wh):
     """The 2×2 matrix A of one lagnet step on u'' = −u with h = ωh: (u1, v1) = A (u0, v0).
 
-    Linear system, so the Jacobian of one `lagnet.rollout` step is the step itself (forward-mode autodiff through
-    the integrator, its Newton solve included).
+    Linear system, so the Jacobian of one step (`lagnet.oscillators.step_jacobian`, forward-mode autodiff
+    through the integrator, its Newton solve included) is the step itself.
     """
-    model = linear_oscillator()
-
-    def one_step(y):
-        qs, qds = rollout(model, integrator, y[:1], y[1:], None, wh, steps=1)
-        return jnp.concatenate([qs[1], qds[1]])
-
-    return jax.jacfwd(one_step)(jnp.zeros(2))
+    zero = jnp.zeros(1)
+    return step_jacobian(linear_oscillator(), integrator, wh, zero, zero)

@@ -18,22 +18,21 @@ Run:  .venv/bin/python experiments/learn_bow_friction.py   → experiments/out/l
 import time
 from pathlib import Path
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib
-import optax
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from _learn import concatenate_windows, one_step_windows, train  # noqa: E402
 
 from lagnet.models import PINODE, StateFeatures  # noqa: E402
 from lagnet.models.passive import PassiveFriction  # noqa: E402
 from lagnet.oscillators import CentredImplicit, centred_velocities  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
 from lagnet.systems.bowed import BowedOscillator, SoftFriction  # noqa: E402
-from lagnet.train.loss import StateLoss, batch_loss  # noqa: E402
+from lagnet.train.loss import StateLoss  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"
@@ -52,44 +51,10 @@ def generate(truth, scheme):
     for vb, fb in SETTINGS:
         us = jnp.tile(jnp.array([vb, fb]), (STEPS, 1))
         qs, qds = rollout(truth, scheme, jnp.zeros(1), jnp.zeros(1), us, K)
-        rows.append(
-            (
-                qs[:-1],
-                qds[:-1],
-                us[:, None, :],
-                jnp.full((STEPS, 1), K),
-                qs[1:, None],
-                qds[1:, None],
-            )
-        )
+        rows.append(one_step_windows(qs, qds, us, K))
         etas.append(centred_velocities(qds)[:, 0] - vb)
-    batch = tuple(jnp.concatenate(parts) for parts in zip(*rows, strict=True))
+    batch = concatenate_windows(rows)
     return batch, np.concatenate([np.asarray(e) for e in etas])
-
-
-def train(model, scheme, loss, batch, *, steps, batch_size, lr, key):
-    params, static = eqx.partition(model, model.trainable())
-    optimiser = optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=0.05))
-    opt_state = optimiser.init(params)
-    n = batch[0].shape[0]
-
-    @eqx.filter_jit
-    def update(params, opt_state, idx):
-        sub = tuple(x[idx] for x in batch)
-
-        def f(p):
-            return batch_loss(eqx.combine(p, static), scheme, loss, sub)
-
-        value, grads = eqx.filter_value_and_grad(f)(params)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return eqx.apply_updates(params, updates), opt_state, value
-
-    history = []
-    for i in range(steps):
-        idx = jax.random.choice(jax.random.fold_in(key, i), n, (batch_size,), replace=False)
-        params, opt_state, value = update(params, opt_state, idx)
-        history.append(float(value))
-    return eqx.combine(params, static), np.array(history)
 
 
 def frequency(u):
@@ -122,8 +87,9 @@ def main():
             loss,
             batch,
             steps=1500,
-            batch_size=512,
             lr=3e-3,
+            decay=0.05,
+            batch_size=512,
             key=jax.random.fold_in(key, 1),
         )
     t_train = time.perf_counter() - t0 - t_data

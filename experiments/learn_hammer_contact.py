@@ -14,22 +14,21 @@ Run:  .venv/bin/python experiments/learn_hammer_contact.py   → experiments/out
 import time
 from pathlib import Path
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib
-import optax
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from _learn import concatenate_windows, one_step_windows, train  # noqa: E402
 
 from lagnet.integrators import Leapfrog  # noqa: E402
 from lagnet.models import PINODE, StateFeatures  # noqa: E402
 from lagnet.models.passive import ContactNetwork  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
 from lagnet.systems.hammer import Hammer, contact_force  # noqa: E402
-from lagnet.train.loss import StateLoss, batch_loss  # noqa: E402
+from lagnet.train.loss import StateLoss  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"
@@ -54,40 +53,10 @@ def generate(truth, integrator):
         delta = np.asarray(qs[:, 1] - qs[:, 0])
         near = (delta[:-1] > -2e-5) | (delta[1:] > -2e-5)
         keep = np.flatnonzero(near | (np.arange(STEPS) % 10 == 0))
-        rows.append(
-            (
-                qs[:-1][keep],
-                qds[:-1][keep],
-                jnp.zeros((len(keep), 1, 0)),
-                jnp.full((len(keep), 1), K),
-                qs[1:][keep][:, None],
-                qds[1:][keep][:, None],
-            )
-        )
+        rows.append(one_step_windows(qs, qds, jnp.zeros((STEPS, 0)), K, keep))
         compressions.append(delta[delta > 0])
-    batch = tuple(jnp.concatenate(parts) for parts in zip(*rows, strict=True))
+    batch = concatenate_windows(rows)
     return batch, np.concatenate(compressions)
-
-
-def train(model, integrator, loss, batch, *, steps, lr):
-    params, static = eqx.partition(model, model.trainable())
-    optimiser = optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=0.02))
-    opt_state = optimiser.init(params)
-
-    @eqx.filter_jit
-    def update(params, opt_state):
-        def f(p):
-            return batch_loss(eqx.combine(p, static), integrator, loss, batch)
-
-        value, grads = eqx.filter_value_and_grad(f)(params)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return eqx.apply_updates(params, updates), opt_state, value
-
-    history = []
-    for _ in range(steps):
-        params, opt_state, value = update(params, opt_state)
-        history.append(float(value))
-    return eqx.combine(params, static), np.array(history)
 
 
 def contact_stats(qs, force):
@@ -114,7 +83,7 @@ def main():
         force_on=(0, 1),
     )
     loss = StateLoss((False, False), jnp.zeros(2), jnp.ones(2), jnp.ones(2), jnp.full(2, K * 1e3))
-    model, history = train(model, integrator, loss, batch, steps=2000, lr=3e-3)
+    model, history = train(model, integrator, loss, batch, steps=2000, lr=3e-3, decay=0.02)
     t_train = time.perf_counter() - t0 - t_data
 
     grid = np.linspace(0.0, deltas.max(), 400)

@@ -14,6 +14,20 @@ from .._types import Array, Float
 from .mlp import make_mlp
 
 
+def _scalar_mlp(width: int, depth: int, activation: str, *, key) -> eqx.nn.MLP:
+    """g_θ: R → R, the shape function both networks scale and constrain (its output not zeroed at init)."""
+    return make_mlp(
+        1,
+        "scalar",
+        width=width,
+        depth=depth,
+        activation=activation,
+        final_activation="identity",
+        zero_output=False,
+        key=key,
+    )
+
+
 class PassiveFriction(eqx.Module):
     """Q_θ = −F_B φ_θ(η), η = q̇_i − v_B, with a friction curve that is passive by construction:
 
@@ -48,16 +62,7 @@ class PassiveFriction(eqx.Module):
     ):
         if not eta_scale > 0:
             raise ValueError(f"PassiveFriction.eta_scale must be > 0, got {eta_scale}")
-        self.mlp = make_mlp(
-            1,
-            "scalar",
-            width=width,
-            depth=depth,
-            activation=activation,
-            final_activation="identity",
-            zero_output=False,
-            key=key,
-        )
+        self.mlp = _scalar_mlp(width, depth, activation, key=key)
         self.eta_scale = float(eta_scale)
         self.passive = bool(passive)
         self.velocity_index = int(velocity_index)
@@ -110,16 +115,7 @@ class ContactNetwork(eqx.Module):
                 f"ContactNetwork scales must be > 0, got compression_scale={compression_scale}, "
                 f"force_scale={force_scale}"
             )
-        self.mlp = make_mlp(
-            1,
-            "scalar",
-            width=width,
-            depth=depth,
-            activation=activation,
-            final_activation="identity",
-            zero_output=False,
-            key=key,
-        )
+        self.mlp = _scalar_mlp(width, depth, activation, key=key)
         self.compression_scale = float(compression_scale)
         self.force_scale = float(force_scale)
         self.one_sided = bool(one_sided)

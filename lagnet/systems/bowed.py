@@ -4,9 +4,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import Array, Float, InputMatrix, MassMatrix, Q, QDot, Scalar, U
+from .._types import Array, Float, Q, QDot, Scalar, U
+from ._oscillator import AbstractUnitOscillator
 from ._params import as_param, check_positive
-from .base import AbstractSystem
 
 
 class SoftFriction(eqx.Module):
@@ -44,7 +44,7 @@ class SoftFriction(eqx.Module):
 _LECTURE_FRICTION = SoftFriction(100.0)
 
 
-class BowedOscillator(AbstractSystem):
+class BowedOscillator(AbstractUnitOscillator):
     """u'' = −ω0² u − F_B φ(v_rel),   v_rel = u' − v_B   (unit mass; the lecture's bowed string, one mode).
 
     The inputs are the player's controls u = (v_B, F_B): bow speed and bow force (per unit mass). They enter
@@ -72,38 +72,12 @@ class BowedOscillator(AbstractSystem):
         check_positive("BowedOscillator", "omega0", self.omega0, allow_zero=True)
 
     @property
-    def coordinate_names(self):
-        return ("u",)
-
-    @property
     def input_names(self):
         return ("bow_velocity", "bow_force")
 
     @property
-    def angles(self):
-        return (False,)
-
-    @property
     def velocity_dependent(self):
         return self.friction is not None
-
-    def mass_matrix(self, q: Q) -> MassMatrix:
-        return jnp.ones((1, 1), jnp.result_type(q))
-
-    def solve_mass(self, q: Q, rhs):
-        return rhs
-
-    def coriolis(self, q: Q, qd: QDot) -> MassMatrix:
-        return jnp.zeros((1, 1), jnp.result_type(q, qd))
-
-    def gravity(self, q: Q):
-        return self.omega0**2 * q
-
-    def potential_energy(self, q: Q) -> Scalar:
-        return 0.5 * self.omega0**2 * q[0] ** 2
-
-    def input_matrix(self, q: Q) -> InputMatrix:
-        return jnp.zeros((1, 2), jnp.result_type(q))
 
     @staticmethod
     def relative_velocity(qd: QDot, u: U) -> QDot:

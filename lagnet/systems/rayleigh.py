@@ -3,12 +3,12 @@
 import jax
 import jax.numpy as jnp
 
-from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
+from .._types import Q, QDot, Scalar
+from ._oscillator import AbstractUnitOscillator
 from ._params import as_param, check_positive
-from .base import AbstractSystem
 
 
-class Rayleigh(AbstractSystem):
+class Rayleigh(AbstractUnitOscillator):
     """u'' = (μ − u'²) u' − ω0² u   (unit mass; the lecture has ω0 = 1).
 
     V = ½ ω0² u²; the non-conservative force Q = (μ − u'²) u' is part of the system (so `acceleration`, `power`
@@ -30,34 +30,8 @@ class Rayleigh(AbstractSystem):
             raise ValueError(f"Rayleigh.mu must be a scalar, got shape {jnp.shape(self.mu)}")
 
     @property
-    def coordinate_names(self):
-        return ("u",)
-
-    @property
     def input_names(self):
         return ()
-
-    @property
-    def angles(self):
-        return (False,)
-
-    def mass_matrix(self, q: Q) -> MassMatrix:
-        return jnp.ones((1, 1), jnp.result_type(q))
-
-    def solve_mass(self, q: Q, rhs):
-        return rhs
-
-    def coriolis(self, q: Q, qd: QDot) -> MassMatrix:
-        return jnp.zeros((1, 1), jnp.result_type(q, qd))
-
-    def gravity(self, q: Q):
-        return self.omega0**2 * q
-
-    def potential_energy(self, q: Q) -> Scalar:
-        return 0.5 * self.omega0**2 * q[0] ** 2
-
-    def input_matrix(self, q: Q) -> InputMatrix:
-        return jnp.zeros((1, 0), jnp.result_type(q))
 
     def friction_force(self, qd: QDot) -> QDot:
         """Q = (μ − u'²) u': negative friction for small speeds (μ > 0), positive for large ones."""

@@ -19,7 +19,6 @@ Integrated with RK4 at 1 ms (20 sub-steps per 50 Hz sample), in float64.
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -29,7 +28,7 @@ from .actuator import Actuator
 from .common import metadata, ou_noise, recording_rng, smoothstep
 from .forces import EndStops, StribeckFriction
 from .plant import Plant
-from .simulate import simulate
+from .simulate import simulate_rig
 
 COLUMNS = {
     "t": "time of the sample",
@@ -174,20 +173,9 @@ class CartPoleRig:
 
     def simulate(self, duration: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """The true (noise-free) run: t, q, qd, u_cmd, u_applied at every sample (duration / dt + 1 of them)."""
-        n = int(round(duration / self.dt)) + 1
-        sched = self.schedule(n, rng)
-        q0 = np.array([rng.uniform(-0.05, 0.05), 0.0])
-        with jax.enable_x64(True):
-            return simulate(
-                self.plant(),
-                self.actuator(),
-                self.policy,
-                {k: jnp.asarray(v) for k, v in sched.items()},
-                q0,
-                np.zeros(2),
-                dt=self.dt,
-                substeps=self.substeps,
-            )
+        return simulate_rig(
+            self, duration, rng, lambda rng: np.array([rng.uniform(-0.05, 0.05), 0.0])
+        )
 
     def record(
         self, duration: float, *, seed: int, recording: str = "train", truth: bool = False
@@ -225,6 +213,7 @@ class CartPoleRig:
                 true_phi_dot=run["qd"][1:, 1],
                 true_force=run["u_applied"][1:, 0],
             )
+        names = ("cart_mass", "rod_mass", "tip_mass", "length", "g")
         meta = metadata(
             "lagnet.data.rigs.cartpole.CartPoleRig",
             self,
@@ -233,8 +222,8 @@ class CartPoleRig:
             duration=duration,
             columns=COLUMNS,
             units=UNITS,
+            mapping=MAPPING,
+            system="CartPole",
+            system_params={k: getattr(self, k) for k in names},
         )
-        meta["mapping"] = MAPPING
-        names = ("cart_mass", "rod_mass", "tip_mass", "length", "g")
-        meta["system"] = {"name": "CartPole", "params": {k: getattr(self, k) for k in names}}
         return cols, meta

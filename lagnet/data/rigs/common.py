@@ -41,8 +41,15 @@ def metadata(
     duration: float,
     columns: dict,
     units: dict,
+    mapping: dict,
+    system: str,
+    system_params: dict[str, float],
 ) -> dict[str, Any]:
-    """Everything needed to regenerate a recording bit for bit, and to read it."""
+    """Everything needed to regenerate a recording bit for bit, and to read it.
+
+    `mapping` says which columns are time, positions, velocities, inputs (`lagnet.data.loader`); `system` and
+    `system_params` name the known system a model starts from.
+    """
     from ... import __version__
 
     return {
@@ -60,4 +67,6 @@ def metadata(
         "columns": columns,
         "units": units,
         "x64": True,
+        "mapping": mapping,
+        "system": {"name": system, "params": system_params},
     }

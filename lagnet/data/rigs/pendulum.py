@@ -9,7 +9,6 @@ energy pumping (and braking) bursts and a random tremor torque, so the pendulum 
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -19,7 +18,7 @@ from .actuator import Actuator
 from .common import metadata, ou_noise, recording_rng
 from .forces import Cogging, ConstantForce, StribeckFriction
 from .plant import Plant
-from .simulate import simulate
+from .simulate import simulate_rig
 
 COLUMNS = {
     "t": "time of the sample",
@@ -105,19 +104,7 @@ class PendulumRig:
         return jnp.reshape(u, (1,))
 
     def simulate(self, duration: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        n = int(round(duration / self.dt)) + 1
-        sched = self.schedule(n, rng)
-        with jax.enable_x64(True):
-            return simulate(
-                self.plant(),
-                self.actuator(),
-                self.policy,
-                {k: jnp.asarray(v) for k, v in sched.items()},
-                np.array([rng.uniform(-0.2, 0.2)]),
-                np.zeros(1),
-                dt=self.dt,
-                substeps=self.substeps,
-            )
+        return simulate_rig(self, duration, rng, lambda rng: np.array([rng.uniform(-0.2, 0.2)]))
 
     def record(
         self, duration: float, *, seed: int, recording: str = "train", truth: bool = False
@@ -146,10 +133,8 @@ class PendulumRig:
             duration=duration,
             columns=COLUMNS,
             units=UNITS,
+            mapping=MAPPING,
+            system="Pendulum",
+            system_params={"mass": self.mass, "length": self.length, "g": self.g},
         )
-        meta["mapping"] = MAPPING
-        meta["system"] = {
-            "name": "Pendulum",
-            "params": {"mass": self.mass, "length": self.length, "g": self.g},
-        }
         return cols, meta

@@ -75,7 +75,8 @@ class PotentialPairs:
             duration=self.h,
             columns=COLUMNS,
             units=UNITS,
+            mapping=MAPPING,
+            system="Pendulum",
+            system_params={"mass": 1.0, "length": 1.0, "g": 1.0},
         )
-        meta["mapping"] = MAPPING
-        meta["system"] = {"name": "Pendulum", "params": {"mass": 1.0, "length": 1.0, "g": 1.0}}
         return cols, meta

@@ -65,3 +65,27 @@ def simulate(
         "u_cmd": np.asarray(u_cmd),
         "u_applied": np.asarray(u_applied),
     }
+
+
+def simulate_rig(
+    rig: Any, duration: float, rng: np.random.Generator, initial_position: Callable
+) -> dict[str, np.ndarray]:
+    """The true (noise-free) run of a rig for `duration` s: `simulate` on its plant, actuator and hand.
+
+    `rig` gives `dt`, `substeps`, `schedule(n, rng)`, `policy`, `plant()` and `actuator()`; the run starts at
+    rest at q0 = initial_position(rng), drawn after the schedule (the order fixes the recordings' bits).
+    """
+    n = int(round(duration / rig.dt)) + 1
+    schedule = rig.schedule(n, rng)
+    q0 = initial_position(rng)
+    with jax.enable_x64(True):
+        return simulate(
+            rig.plant(),
+            rig.actuator(),
+            rig.policy,
+            {k: jnp.asarray(v) for k, v in schedule.items()},
+            q0,
+            np.zeros_like(q0),
+            dt=rig.dt,
+            substeps=rig.substeps,
+        )

@@ -58,7 +58,7 @@ def run_one(label, seconds, out_root, extra=()):
     run_dir = os.path.join(out_root, f"{tag}_{int(seconds or 480)}s")
     t0 = time.perf_counter()
     result = train(config, run_dir, progress=False)
-    metrics = evaluate_run(run_dir, plots=seconds is None)
+    metrics = evaluate_run(run_dir, plots=seconds is None, progress=False)
     return {
         "label": label,
         "seconds_of_data": seconds or 480,

@@ -15,7 +15,7 @@ def load_metrics(run_dir: str, evaluate_missing: bool = True) -> dict:
             )
         from .run import evaluate_run
 
-        return evaluate_run(run_dir, plots=False)
+        return evaluate_run(run_dir, plots=False, progress=False)
     with open(path) as f:
         return json.load(f)
 

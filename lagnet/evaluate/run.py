@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from tqdm.auto import tqdm
 
 from ..data.windows import make_windows
 from ..models import PINODE
@@ -43,6 +44,9 @@ def evaluate_run(
     run_dir: str, data_paths=None, out_dir=None, *, plots: bool = True, progress=True
 ) -> dict:
     """Evaluate a trained run on its test data (or `data_paths`); write metrics.json, figures and report.md."""
+    bar = tqdm(
+        total=5 if plots else 4, desc=f"evaluate {run_dir}", disable=not progress, unit="stage"
+    )
     model, config = load_model(run_dir)
     out_dir = out_dir or os.path.join(run_dir, "evaluation")
     os.makedirs(out_dir, exist_ok=True)
@@ -55,6 +59,8 @@ def evaluate_run(
     names = system.state_names
     angles = system.angles
 
+    bar.update()
+    bar.set_postfix_str("window errors")
     errs = {
         "model": eqx.filter_jit(window_errors)(model, integrator, windows, angles),
         "known physics": eqx.filter_jit(window_errors)(
@@ -75,6 +81,8 @@ def evaluate_run(
         "errors": {k: summarise_errors(v, names) for k, v in errs.items()},
     }
 
+    bar.update()
+    bar.set_postfix_str("long rollout")
     # A longer rollout from a measured state (the paper's Figure 3), and its physics.
     long = select_windows(trajs, ec["long_horizon"], 1, config["seed"], dtype)
     w = jax.tree_util.tree_map(lambda x: x[0], long)
@@ -112,7 +120,9 @@ def evaluate_run(
         ),
     }
     save_json(os.path.join(out_dir, "metrics.json"), metrics)
+    bar.update()
     if plots:
+        bar.set_postfix_str("figures")
         from .plots import (
             plot_energy,
             plot_histograms,
@@ -150,6 +160,9 @@ def evaluate_run(
         if learned is not None:
             figs["learned_parts"] = learned
         write_report(metrics, figs, os.path.join(out_dir, "report.md"))
+        bar.update()
+    bar.update()
+    bar.close()
     return metrics
 
 

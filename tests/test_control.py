@@ -105,3 +105,17 @@ def test_dynamics_step_matches_rollout_and_grad():
         np.testing.assert_array_equal(x, xs[k + 1])
     g = jax.grad(lambda u: jnp.sum(dyn.rollout(x0, u)[-1] ** 2))(us)
     assert g.shape == us.shape and jnp.all(jnp.isfinite(g))
+
+
+def test_history_inputs_shift_in_the_past():
+    dyn = Dynamics(PINODE(CartPole(), input_history=2), RK4(), 0.02)
+    us = jnp.arange(1.0, 5.0)[:, None]
+    np.testing.assert_array_equal(
+        dyn.history_inputs(us, jnp.array([[-1.0], [-2.0]]))[1], [2.0, 1.0, -1.0]
+    )
+    np.testing.assert_array_equal(dyn.history_inputs(us)[0], [1.0, 1.0, 1.0])
+    # The MPC plans through the history: the cost depends on the inputs already applied.
+    mpc = ShootingMPC(dyn, lambda x, u: jnp.sum(x**2), lambda x: 0.0, horizon=5, iterations=1)
+    v = jnp.zeros((5, 1))
+    x0 = UPRIGHT
+    assert mpc.cost(v, x0, jnp.array([[5.0], [5.0]])) != mpc.cost(v, x0, jnp.zeros((2, 1)))

@@ -1,69 +1,62 @@
-"""Throughput of `lagnet.rollout` with RK4 against a hand-written `lax.scan` RK4 and diffrax, in one run.
+"""RK4 rollout throughput: `lagnet.rollout` against a hand-written `lax.scan`, diffrax, torchdiffeq and numpy.
 
-A batch of 1024 cart-poles whose acceleration includes a 2×64 tanh MLP force Q(q, q̇, u), 1000 steps of
-h = 0.02 with zero-order-hold inputs. Prints sample-steps per second and the ratios to the hand-written scan
-(target: lagnet ≥ 0.95×). Timings are the best of several interleaved repeats after compilation.
+A batch of cart-poles whose acceleration includes a 2×64 tanh MLP force (benchmarks/_common.py), `--steps`
+RK4 steps of h = 0.02 with zero-order-hold inputs, float32. All implementations start from the same states with
+the same weights and inputs; their trajectories are cross-checked before anything is timed. Reported: sample-steps
+per second (median of interleaved repeats, warm-up excluded), the ratio to the hand-written scan, and the compile
+time (first call minus a steady-state call).
 
-    .venv/bin/python benchmarks/rollout_rk4.py [--batch 1024] [--steps 1000] [--repeats 5] [--x64]
+    .venv/bin/python benchmarks/rollout_rk4.py [--batch 1024] [--steps 1000] [--repeats 5] [--json out.json]
+
+Cross-checks: lagnet, the scan and numpy run the same arithmetic and must agree to float32 rounding. diffrax and
+torchdiffeq read the input by the stage time (the last stage of a step sees the next input; torchdiffeq's 'rk4'
+is Kutta's 3/8 rule), so they are checked on a time-constant input, where all methods solve the same ODE.
 """
 
-import argparse
-import time
+import os
 
-import diffrax
-import equinox as eqx
-import jax
-import jax.numpy as jnp
-import numpy as np
+# OpenBLAS's thread pool spins against XLA's on a small machine (a 1024×64 matmul in numpy took 12 ms instead
+# of 0.02 ms next to a loaded JAX); numpy's small matmuls gain nothing from threads. Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from _common import (  # noqa: E402
+    DT,
+    block,
+    first_call,
+    handwritten_rk4_step,
+    load,
+    make_inputs,
+    make_model,
+    max_abs_diff,
+    mlp_flops_per_eval,
+    mlp_weights,
+    parser,
+    time_interleaved,
+    torch_or_none,
+    write,
+)
 
 
-def build(batch: int, steps: int):
+def jax_implementations(steps: int):
+    import diffrax
+    import equinox as eqx
+
     from lagnet.integrators import RK4
     from lagnet.rollout import rollout
-    from lagnet.systems import CartPole
-
-    class LearnedCartPole(eqx.Module):
-        """The cart-pole's known M, C, G plus a learned force: M q̈ + C q̇ + G = B u + MLP(q, q̇, u)."""
-
-        system: CartPole
-        force: eqx.nn.MLP
-
-        def acceleration(self, q, qd, u):
-            # Scaled like a small learned correction, so the untrained network keeps the rollout finite.
-            force = 1e-3 * self.force(jnp.concatenate([q, qd, u]))
-            return self.system.acceleration(q, qd, u, Q=force)
-
-    model = LearnedCartPole(
-        CartPole(), eqx.nn.MLP(5, 2, 64, 2, activation=jnp.tanh, key=jax.random.key(0))
-    )
-    dt = 0.02
-    rng = np.random.default_rng(0)
-    q0 = jnp.asarray(rng.normal(size=(batch, 2)) * 0.5)
-    qd0 = jnp.asarray(rng.normal(size=(batch, 2)) * 0.5)
-    us = jnp.asarray(rng.uniform(-1, 1, (batch, steps, 1)))
-    dtype = jnp.result_type(float)
-    q0, qd0, us = q0.astype(dtype), qd0.astype(dtype), us.astype(dtype)
 
     @eqx.filter_jit
     def lagnet_rollout(model, q0, qd0, us):
-        return jax.vmap(lambda a, b, c: rollout(model, RK4(), a, b, c, dt))(q0, qd0, us)
+        return jax.vmap(lambda a, b, c: rollout(model, RK4(), a, b, c, DT))(q0, qd0, us)
 
     @eqx.filter_jit
     def scan_rollout(model, q0, qd0, us):
         accel = jax.vmap(model.acceleration)
 
         def body(carry, u):
-            q, qd = carry
-            half = 0.5 * dt
-            a1 = accel(q, qd, u)
-            v2 = qd + half * a1
-            a2 = accel(q + half * qd, v2, u)
-            v3 = qd + half * a2
-            a3 = accel(q + half * v2, v3, u)
-            v4 = qd + dt * a3
-            a4 = accel(q + dt * v3, v4, u)
-            q1 = q + dt / 6 * (qd + 2 * v2 + 2 * v3 + v4)
-            qd1 = qd + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+            q1, qd1 = handwritten_rk4_step(accel, *carry, u, DT)
             return (q1, qd1), (q1, qd1)
 
         _, (qs, qds) = jax.lax.scan(body, (q0, qd0), jnp.swapaxes(us, 0, 1))
@@ -72,6 +65,8 @@ def build(batch: int, steps: int):
         return jnp.swapaxes(qs, 0, 1), jnp.swapaxes(qds, 0, 1)
 
     class ClassicalRK4(diffrax.AbstractERK):
+        """diffrax has no classical RK4 built in: its Butcher tableau."""
+
         tableau = diffrax.ButcherTableau(
             c=np.array([0.5, 0.5, 1.0]),
             b_sol=np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6]),
@@ -87,17 +82,15 @@ def build(batch: int, steps: int):
     def diffrax_rollout(model, q0, qd0, us):
         def one(q0, qd0, us):
             def field(t, y, args):
-                # Zero-order hold by the step index (the last stage of a step reads the next input: cost is the
-                # same, the semantics differ slightly at the breakpoints).
-                k = jnp.clip(jnp.floor(t / dt).astype(jnp.int32), 0, steps - 1)
+                k = jnp.clip(jnp.floor(t / DT).astype(jnp.int32), 0, steps - 1)
                 return y[1], model.acceleration(y[0], y[1], us[k])
 
             sol = diffrax.diffeqsolve(
                 diffrax.ODETerm(field),
                 ClassicalRK4(),
                 t0=0.0,
-                t1=steps * dt,
-                dt0=dt,
+                t1=steps * DT,
+                dt0=DT,
                 y0=(q0, qd0),
                 saveat=diffrax.SaveAt(t0=True, steps=True),
                 stepsize_controller=diffrax.ConstantStepSize(),
@@ -107,52 +100,174 @@ def build(batch: int, steps: int):
 
         return jax.vmap(one)(q0, qd0, us)
 
-    return (
-        model,
-        (q0, qd0, us),
-        {
-            "lagnet.rollout": lagnet_rollout,
-            "hand-written scan": scan_rollout,
-            "diffrax (fixed step)": diffrax_rollout,
-        },
+    return {"lagnet": lagnet_rollout, "hand-written scan": scan_rollout, "diffrax": diffrax_rollout}
+
+
+def numpy_rollout(weights, params, q0, qd0, us):
+    """Vectorised numpy RK4 over the batch: the same model, M⁻¹ by the closed-form 2×2 inverse."""
+    total, a_c, inertia, g = params
+
+    def accel(q, qd, u):
+        h = np.concatenate([q, qd, u], axis=1)
+        for i, (w, b) in enumerate(weights):
+            h = h @ w.T + b
+            if i < len(weights) - 1:
+                h = np.tanh(h)
+        force = np.float32(1e-3) * h
+        c, s = np.cos(q[:, 1]), np.sin(q[:, 1])
+        off = a_c * c
+        r0 = force[:, 0] + u[:, 0] + a_c * s * qd[:, 1] ** 2
+        r1 = force[:, 1] - g * a_c * s
+        det = total * inertia - off * off
+        return np.stack([inertia * r0 - off * r1, total * r1 - off * r0], 1) / det[:, None]
+
+    q, qd = q0, qd0
+    qs, qds = [q], [qd]
+    for k in range(us.shape[1]):
+        q, qd = handwritten_rk4_step(accel, q, qd, us[:, k], np.float32(DT))
+        qs.append(q)
+        qds.append(qd)
+    return np.stack(qs, 1), np.stack(qds, 1)
+
+
+def torch_rollout_fn(torch, torchdiffeq, weights, params, steps):
+    """torchdiffeq.odeint(method='rk4') on y = (q, q̇) with the same model written in torch (M⁻¹ in closed form,
+    the fastest batched 2×2 solve in torch, as in numpy)."""
+    total, a_c, inertia, g = (float(p) for p in params)
+    layers = [(torch.from_numpy(w.copy()), torch.from_numpy(b.copy())) for w, b in weights]
+    t = torch.arange(steps + 1, dtype=torch.float32) * DT
+
+    def make_field(us):
+        def field(time, y):
+            k = min(max(int(float(time) / DT), 0), steps - 1)
+            q, qd, u = y[:, :2], y[:, 2:], us[:, k]
+            h = torch.cat([q, qd, u], dim=1)
+            for i, (w, b) in enumerate(layers):
+                h = torch.nn.functional.linear(h, w, b)
+                if i < len(layers) - 1:
+                    h = torch.tanh(h)
+            force = 1e-3 * h
+            c, s = torch.cos(q[:, 1]), torch.sin(q[:, 1])
+            off = a_c * c
+            r0 = force[:, 0] + u[:, 0] + a_c * s * qd[:, 1] ** 2
+            r1 = force[:, 1] - g * a_c * s
+            det = total * inertia - off * off
+            qdd = torch.stack([inertia * r0 - off * r1, total * r1 - off * r0], 1) / det[:, None]
+            return torch.cat([qd, qdd], dim=1)
+
+        return field
+
+    def run(q0, qd0, us):
+        with torch.no_grad():
+            ys = torchdiffeq.odeint(
+                make_field(us), torch.cat([q0, qd0], 1), t, method="rk4"
+            )  # (steps + 1, batch, 4)
+        ys = ys.transpose(0, 1)
+        return ys[..., :2], ys[..., 2:]
+
+    return run, make_field
+
+
+def cartpole_params(model):
+    s = model.system
+    total = s.cart_mass + s.rod_mass + s.tip_mass
+    return tuple(np.float32(x) for x in (total, s._a, s._inertia, s.g))
+
+
+def diff(a, b, steps=100):
+    """max |a − b| over the first `steps` steps of two (qs, qds) trajectories of shape (batch, steps + 1, n)."""
+    return max(
+        max_abs_diff(np.asarray(x)[:, : steps + 1], np.asarray(y)[:, : steps + 1])
+        for x, y in zip(a, b, strict=True)
     )
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=1024)
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--x64", action="store_true", help="run in float64 (default float32)")
-    args = parser.parse_args()
-    jax.config.update("jax_enable_x64", args.x64)
+    p = parser(__doc__)
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--steps", type=int, default=1000)
+    args = p.parse_args()
+    if args.quick:
+        args.batch, args.steps, args.repeats = min(args.batch, 256), min(args.steps, 200), 3
+    load_before = load()
+    model = make_model(jnp.float32)
+    q0n, qd0n, usn = make_inputs(args.batch, args.steps)
+    q0, qd0, us = jnp.asarray(q0n), jnp.asarray(qd0n), jnp.asarray(usn)
+    us_const = jnp.broadcast_to(us[:, :1], us.shape)
+    weights, params = mlp_weights(model), cartpole_params(model)
 
-    model, inputs, fns = build(args.batch, args.steps)
-    out = {}
-    for name, fn in fns.items():  # compile, and check they agree
-        out[name] = jax.block_until_ready(fn(model, *inputs))
-    lag, ref = out["lagnet.rollout"], out["hand-written scan"]
-    agree = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(lag, ref, strict=True))
+    fns = jax_implementations(args.steps)
+    calls = {name: (lambda f=f: f(model, q0, qd0, us)) for name, f in fns.items()}
+    compile_s, outputs = {}, {}
+    for name, call in calls.items():
+        compile_s[name], outputs[name] = first_call(call)
+    ref = outputs["lagnet"]
+    checks = {}
+    checks["hand-written scan"] = diff(ref, outputs["hand-written scan"])
+    const_ref = block(fns["lagnet"](model, q0, qd0, us_const))
+    checks["diffrax (constant u)"] = diff(const_ref, fns["diffrax"](model, q0, qd0, us_const))
 
-    best = dict.fromkeys(fns, np.inf)
-    for _ in range(args.repeats):  # interleaved, so load changes hit all three alike
-        for name, fn in fns.items():
-            t = time.perf_counter()
-            jax.block_until_ready(fn(model, *inputs))
-            best[name] = min(best[name], time.perf_counter() - t)
+    calls["numpy"] = lambda: numpy_rollout(weights, params, q0n, qd0n, usn)
+    outputs["numpy"] = calls["numpy"]()
+    checks["numpy"] = diff(ref, outputs["numpy"])
+    full_length = {"numpy": diff(ref, outputs["numpy"], args.steps)}
 
-    work = args.batch * args.steps
-    print(
-        f"RK4, {args.batch} cart-poles with a 2x64 tanh MLP force, {args.steps} steps, "
-        f"{jnp.dtype(jnp.result_type(float)).name}"
-        f", {jax.devices()[0].platform}; best of {args.repeats}"
-    )
-    print(f"lagnet vs hand-written scan: max |difference| = {agree:.2e}")
-    for name, seconds in best.items():
-        ratio = best["hand-written scan"] / seconds
-        print(
-            f"  {name:22s} {work / seconds:12.4g} sample-steps/s   {ratio:5.3f}x hand-written scan"
+    torch_threads = None
+    torch_mods = torch_or_none(args.no_torch)
+    if torch_mods is not None:
+        torch, torchdiffeq = torch_mods
+        run, _ = torch_rollout_fn(torch, torchdiffeq, weights, params, args.steps)
+        tq0, tqd0 = torch.from_numpy(q0n), torch.from_numpy(qd0n)
+        tus, tus_const = torch.from_numpy(usn), torch.from_numpy(np.array(us_const))
+        calls["torchdiffeq"] = lambda: run(tq0, tqd0, tus)
+        # torch's intra-op threads spin against the rest of a small machine (2 threads were 9× slower than 1
+        # here under load): time both settings once and keep the faster, the fair setting for torch.
+        trial = {}
+        for threads in sorted({1, os.cpu_count() or 1}):
+            torch.set_num_threads(threads)
+            trial[threads], _ = first_call(calls["torchdiffeq"])
+        torch_threads = min(trial, key=trial.get)
+        torch.set_num_threads(torch_threads)
+        checks["torchdiffeq (constant u)"] = diff(
+            const_ref, [x.numpy() for x in run(tq0, tqd0, tus_const)]
         )
+    # Checked on the first 100 steps: over 1000 float32 steps of a forced pendulum, rounding differences of
+    # the same arithmetic grow (to ~1e-2 in φ̇ for numpy), which says nothing about the implementations.
+    # Tolerances: the same arithmetic to float32 rounding; Kutta's 3/8 rule (torchdiffeq) to its truncation error.
+    failed = [k for k, v in checks.items() if v > 1e-3]
+    if failed:
+        raise SystemExit(f"cross-check failed: {failed}: {checks}")
+
+    median, all_times = time_interleaved(calls, args.repeats)
+    work = args.batch * args.steps
+    base = median["hand-written scan"]
+    results = {
+        name: {
+            "seconds": median[name],
+            "sample_steps_per_s": work / median[name],
+            "vs_scan": base / median[name],
+            "compile_s": max(compile_s[name] - median[name], 0.0) if name in compile_s else None,
+        }
+        for name in calls
+    }
+    write(
+        args.json,
+        "rollout_rk4",
+        {
+            "batch": args.batch,
+            "steps": args.steps,
+            "dtype": "float32",
+            "repeats": args.repeats,
+            "load_before": load_before,
+            "load_after": load(),
+            "torch_threads": torch_threads,
+            "flops_per_sample_step": 4 * mlp_flops_per_eval(),
+            "max_abs_difference": checks,
+            "max_abs_difference_full_length": full_length,
+            "results": results,
+            "times": all_times,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ class Leapfrog(AbstractIntegrator):
     central difference q_{k+1} − 2q_k + q_{k−1} = h² a(q_k), i.e. Newmark(0, ½). Stable for ωh < 2; the
     numerical frequency satisfies sin(ω̃h/2) = ωh/2 (plays sharp).
 
-    q-only forces (`model.velocity_dependent` False): explicit, one acceleration per step, because a_{k+1} is
-    carried to the next step's first half kick. Under a zero-order hold that reuse is only valid while the input
-    is unchanged; a step whose u differs from the last recomputes a(q_k, u_k) (one more evaluation).
+    q-only forces (`model.velocity_dependent` False): explicit, because a_{k+1} is carried to the next step's
+    first half kick. Unforced (u = None), that is one acceleration per step. Under a zero-order hold the carried
+    value is only valid while the input is unchanged, so a forced step also evaluates a(q_k, u_k) and selects
+    (`jnp.where`; a `lax.cond` would skip it only unbatched and is much slower under `vmap`).
 
     Velocity-dependent forces (friction, Coriolis terms, a learned Q(q, q̇, u)):
     - `implicit_kick=True` (default): the last half kick q̇_{k+1} = q̇_{k+½} + h/2 a(q_{k+1}, q̇_{k+1}, u_k) is

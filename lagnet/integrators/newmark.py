@@ -40,8 +40,8 @@ class Newmark(AbstractIntegrator):
     Q(q, q̇, u)) enter the same Newton solve (also for β = 0 unless γ = 0): order, symmetry and stability are
     those of the method on the full equation, at the cost of an n×n solve per iteration.
 
-    Under a zero-order hold, a_k carried from the previous step was computed with u_{k−1}; a step whose input
-    differs recomputes a(q_k, q̇_k, u_k).
+    Under a zero-order hold, a_k carried from the previous step was computed with u_{k−1}; a forced step also
+    evaluates a(q_k, q̇_k, u_k) and uses it where the input changed.
     """
 
     beta: float = eqx.field(static=True, default=0.25)

@@ -15,6 +15,7 @@ Trajectories are cross-checked before timing; ratios are to the hand-written sca
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from _common import (
     DT,
     block,
@@ -108,7 +109,12 @@ def main():
         compile_s, out = {}, {}
         for name, call in calls.items():
             compile_s[name], out[name] = first_call(call)
-        checks[method] = max(map(max_abs_diff, out["lagnet"], out["hand-written scan"]))
+        # Checked on the first 100 steps, as in rollout_rk4.py: over 1000 float32 steps rounding differences
+        # of the same arithmetic (the order of a 2×2 solve, Newton's stopping point) grow on this chaotic model.
+        checks[method] = max(
+            max_abs_diff(np.asarray(a)[:, :101], np.asarray(b)[:, :101])
+            for a, b in zip(out["lagnet"], out["hand-written scan"], strict=True)
+        )
         if checks[method] > 1e-3:
             raise SystemExit(f"cross-check failed for {method}: {checks[method]}")
         median, _ = time_interleaved(calls, args.repeats)

@@ -5,12 +5,46 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from lagnet.integrators import RK4
 from lagnet.models import PINODE, Friction
+from lagnet.rollout import rollout
+from lagnet.systems import Pendulum
 
 
 def damped(system, damping):
     """The system with viscous friction Q = −c ⊙ q̇ added: a forced, damped, velocity-dependent model."""
     return PINODE(system, friction=Friction(jnp.zeros(system.n_dof), jnp.asarray(damping)))
+
+
+def write_pendulum_csv(
+    path, *, steps, hold, seed=0, scale=0.8, friction=(0.05, 0.1), theta0=1.0, dt=0.05, substeps=5
+):
+    """A forced pendulum (Coulomb + viscous friction `friction`, or none) as a CSV t, theta, theta_dot, torque.
+
+    Random torques of size `scale` held for `hold` samples, RK4 at dt / substeps, sampled every dt.
+    """
+    plant = PINODE(
+        Pendulum(),
+        friction=None
+        if friction is None
+        else Friction(jnp.array([friction[0]]), jnp.array([friction[1]]), 1e-2),
+    )
+    rng = np.random.default_rng(seed)
+    u = np.repeat(rng.normal(size=(steps // hold, 1)) * scale, hold, axis=0)
+    qs, qds = rollout(
+        plant,
+        RK4(),
+        jnp.array([theta0]),
+        jnp.array([0.0]),
+        jnp.repeat(jnp.asarray(u), substeps, 0),
+        dt / substeps,
+    )
+    qs, qds = np.asarray(qs[::substeps]), np.asarray(qds[::substeps])
+    t = dt * np.arange(steps + 1)
+    u = np.concatenate([u, u[-1:]])
+    data = np.column_stack([t, qs[:, 0], qds[:, 0], u[:, 0]])
+    np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
+    return str(path)
 
 
 def reference_rollout(model, q0, qd0, us, dt, *, rtol=1e-13, atol=1e-13):

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import write_pendulum_csv
 
 from lagnet.config import validate
 from lagnet.control import Dynamics, closed_loop_stable, dlqr, find_equilibrium, linearise, load
@@ -17,32 +18,11 @@ from lagnet.train.loop import load_training_data
 
 @pytest.fixture(scope="module")
 def pendulum_csv(tmp_path_factory):
-    """A forced, viscously damped pendulum (θ̈ = −sin θ − 0.1 θ̇ + u), RK4 sub-steps, sampled at 20 Hz."""
+    """A forced, undamped pendulum, RK4 sub-steps, sampled at 20 Hz."""
     folder = tmp_path_factory.mktemp("control_data")
-    plant = PINODE(Pendulum())
-    rng = np.random.default_rng(1)
-    steps, dt, sub = 400, 0.05, 5
-    u = np.repeat(rng.normal(size=(steps // 10, 1)) * 0.8, 10, axis=0)
-    qs, qds = rollout(
-        plant,
-        RK4(),
-        jnp.array([0.5]),
-        jnp.array([0.0]),
-        jnp.repeat(jnp.asarray(u), sub, 0),
-        dt / sub,
+    return write_pendulum_csv(
+        folder / "pendulum.csv", steps=400, hold=10, seed=1, friction=None, theta0=0.5
     )
-    qs, qds = np.asarray(qs[::sub]), np.asarray(qds[::sub])
-    t = dt * np.arange(steps + 1)
-    u = np.concatenate([u, u[-1:]])
-    path = folder / "pendulum.csv"
-    np.savetxt(
-        path,
-        np.column_stack([t, qs[:, 0], qds[:, 0], u[:, 0]]),
-        delimiter=",",
-        header="t,theta,theta_dot,torque",
-        comments="",
-    )
-    return str(path)
 
 
 def tiny_config(path, input_history):

@@ -13,27 +13,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
+from helpers import write_pendulum_csv
 
 from lagnet.config import validate
-from lagnet.integrators import RK4
-from lagnet.models import PINODE, Friction
-from lagnet.rollout import rollout
-from lagnet.systems import Pendulum
 from lagnet.train import load_model, train
 from lagnet.train.checkpoint import load_tree, save_tree
 from lagnet.train.loop import TrainingDiverged
 
 
-def write_pendulum(path, steps=400, dt=0.05):
-    plant = PINODE(Pendulum(), friction=Friction(jnp.array([0.05]), jnp.array([0.1]), 1e-2))
-    rng = np.random.default_rng(0)
-    u = np.repeat(rng.normal(size=(steps // 20, 1)), 20, axis=0)
-    qs, qds = rollout(plant, RK4(), jnp.array([1.0]), jnp.array([0.0]), jnp.asarray(u), dt)
-    t = dt * np.arange(steps + 1)
-    u = np.concatenate([u, u[-1:]])
-    data = np.column_stack([t, np.asarray(qs)[:, 0], np.asarray(qds)[:, 0], u[:, 0]])
-    np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
-    return str(path)
+def write_pendulum(path, steps=400):
+    return write_pendulum_csv(path, steps=steps, hold=20, scale=1.0, substeps=1)
 
 
 def config_dict(data, **training):

@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
+from helpers import write_pendulum_csv
 
 from lagnet.config import ConfigError, load_config, validate
 from lagnet.integrators import RK4
-from lagnet.models import PINODE, Friction
 from lagnet.rollout import rollout
 from lagnet.systems import Pendulum
 from lagnet.train import build_model, build_system, load_model, train
@@ -26,30 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def pendulum_csv(tmp_path_factory):
     """A forced pendulum with viscous + Coulomb friction, simulated finely, sampled at 20 Hz."""
     folder = tmp_path_factory.mktemp("data")
-    plant = PINODE(Pendulum(), friction=Friction(jnp.array([0.05]), jnp.array([0.1]), 1e-2))
-    rng = np.random.default_rng(0)
-    steps, dt, sub = 1200, 0.05, 5
-    u = np.repeat(rng.normal(size=(steps // 20, 1)) * 0.8, 20, axis=0)
-    qs, qds = rollout(
-        plant,
-        RK4(),
-        jnp.array([1.0]),
-        jnp.array([0.0]),
-        jnp.repeat(jnp.asarray(u), sub, 0),
-        dt / sub,
-    )
-    qs, qds = np.asarray(qs[::sub]), np.asarray(qds[::sub])
-    t = dt * np.arange(steps + 1)
-    u = np.concatenate([u, u[-1:]])
-    path = folder / "pendulum.csv"
-    np.savetxt(
-        path,
-        np.column_stack([t, qs[:, 0], qds[:, 0], u[:, 0]]),
-        delimiter=",",
-        header="t,theta,theta_dot,torque",
-        comments="",
-    )
-    return str(path)
+    return write_pendulum_csv(folder / "pendulum.csv", steps=1200, hold=20)
 
 
 def config_for(path, **model):

@@ -31,7 +31,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 from _closed_loop import closed_loop, wrap  # noqa: E402
 
 from lagnet.config import load_config  # noqa: E402
-from lagnet.control import Dynamics, closed_loop_stable, dlqr, linearise, load, lqr  # noqa: E402
+from lagnet.control import (  # noqa: E402
+    Dynamics,
+    closed_loop_stable,
+    dlqr,
+    linearise,
+    linearise_averaged,
+    load,
+    lqr,
+    trim,
+)
 from lagnet.data.rigs import CartPoleRig, simulate  # noqa: E402
 from lagnet.integrators import RK4  # noqa: E402
 from lagnet.train import train  # noqa: E402
@@ -79,43 +88,6 @@ def model_dynamics(retrain: bool) -> dict[str, Dynamics]:
 
 def history(dyn: Dynamics) -> int:
     return getattr(dyn.model, "input_history", 0)
-
-
-def trim(dyn: Dynamics, x_guess, u_guess, free, iterations: int = 30):
-    """(x*, u*) with q̈(x*, u*) = 0: Newton (minimum-norm steps) in the entries of x marked `free` and in u.
-
-    A learned model's residual force need not vanish at rest, so holding the pole upright can take a constant
-    input and a slightly shifted angle; the cart's position and the velocities stay at the guess
-    (`find_equilibrium` would keep u fixed and could move the cart instead).
-    """
-    n = x_guess.shape[0]
-    idx = np.flatnonzero(free)
-
-    def unpack(z):
-        return x_guess.at[idx].set(z[: idx.size]), z[idx.size :]
-
-    def residual(z):
-        return dyn.f(*unpack(z))[n // 2 :]
-
-    def body(z, _):
-        dz = jnp.linalg.lstsq(jax.jacfwd(residual)(z), -residual(z))[0]
-        return z + dz, None
-
-    z0 = jnp.concatenate([x_guess[idx], u_guess])
-    z, _ = jax.lax.scan(body, z0, None, length=iterations)
-    return *unpack(z), jnp.linalg.norm(residual(z))
-
-
-def linearise_averaged(fn, x, u, spread, *, key, samples: int = 512):
-    """(E[∂fn/∂x], E[∂fn/∂u]) over states x + spread · N(0, I): a statistical linearisation.
-
-    A model with smoothed Coulomb friction c tanh(v / ε) has slope c / ε at v = 0 (ε = 1 cm/s: 29 N s/m for the
-    PINODE's cart), a damping that holds only for |v| < ε; averaged over the velocities the closed loop
-    actually visits, the slope is the friction's effective damping there.
-    """
-    dx = jnp.asarray(spread) * jax.random.normal(key, (samples, x.shape[0]), dtype=x.dtype)
-    a, b = jax.vmap(lambda d: linearise(fn, x + d, u))(dx)
-    return a.mean(0), b.mean(0)
 
 
 def augmented_step(dyn: Dynamics):

@@ -132,3 +132,34 @@ def test_history_inputs_shift_in_the_past():
     v = jnp.zeros((5, 1))
     x0 = UPRIGHT
     assert mpc.cost(v, x0, jnp.array([[5.0], [5.0]])) != mpc.cost(v, x0, jnp.zeros((2, 1)))
+
+
+def test_trim_solves_for_the_input_and_averaged_linearisation():
+    """A constant residual force on the cart: holding the pole upright at rest needs u* = −that force."""
+    from lagnet.control import linearise_averaged, trim
+    from lagnet.models import Friction
+
+    class Pushed(PINODE):
+        def nonconservative_force(self, q, qd, u):
+            return jnp.array([0.3, 0.0])
+
+    dyn = Dynamics(Pushed(CartPole()), RK4(), 0.02)
+    free = np.array([False, True, False, False])
+    x, u, residual = trim(dyn, UPRIGHT + jnp.array([0.0, 0.05, 0.0, 0.0]), jnp.zeros(1), free)
+    assert residual < 1e-10
+    np.testing.assert_allclose(u, [-0.3], atol=1e-10)
+    np.testing.assert_allclose(x[1], jnp.pi, atol=1e-10)
+    # Zero spread: the averaged Jacobians are the point Jacobians; with friction they smooth the c/ε slope.
+    a, b = linearise(dyn.f, UPRIGHT, jnp.zeros(1))
+    a0, b0 = linearise_averaged(dyn.f, UPRIGHT, jnp.zeros(1), 0.0, key=jax.random.key(0), samples=4)
+    np.testing.assert_allclose(a0, a, atol=1e-12)
+    np.testing.assert_allclose(b0, b, atol=1e-12)
+    rough = Dynamics(
+        PINODE(CartPole(), friction=Friction(jnp.array([0.2, 0.0]), jnp.zeros(2))), RK4(), 0.02
+    )
+    spread = jnp.array([0.0, 0.0, 0.2, 0.0])
+    at_zero = linearise(rough.f, UPRIGHT, jnp.zeros(1))[0][2, 2]
+    averaged = linearise_averaged(rough.f, UPRIGHT, jnp.zeros(1), spread, key=jax.random.key(1))[0][
+        2, 2
+    ]
+    assert abs(averaged) < 0.2 * abs(at_zero)

@@ -3,6 +3,8 @@
 from .dynamics import Dynamics as Dynamics
 from .dynamics import find_equilibrium as find_equilibrium
 from .dynamics import linearise as linearise
+from .dynamics import linearise_averaged as linearise_averaged
+from .dynamics import trim as trim
 from .load import load as load
 from .lqr import closed_loop_stable as closed_loop_stable
 from .lqr import dlqr as dlqr

@@ -133,6 +133,7 @@ BAD_FILES = [
     ),
     ("t,theta,theta_dot,torque\n0,0,0,0\n0.1,nan,0,0\n", r"row"),
     ("t,theta,theta_dot,torque\n0,0,0,0\n0,0.1,0,0\n", r"time must increase strictly"),
+    ("t,theta,theta_dot,torque\n0,0,0,0\n0.1,0\r1,0,0\n", r"line 3: not valid CSV"),
 ]
 
 

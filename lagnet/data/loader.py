@@ -78,22 +78,28 @@ def _read_csv(path: str) -> _Table:
         text = f.read()
     reader = csv.reader(io.StringIO(text))
     try:
-        header = [h.strip() for h in next(reader)]
-    except StopIteration:
-        raise ValueError(f"{path}: empty file (expected a header row of column names)") from None
-    if len(set(header)) != len(header):
-        dup = sorted({h for h in header if header.count(h) > 1})
-        raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
-    rows = []
-    for i, row in enumerate(reader):
-        if not row:
-            continue
-        if len(row) != len(header):
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
             raise ValueError(
-                f"{path}: row {len(rows)} (line {i + 2}) has {len(row)} fields, "
-                f"the header has {len(header)}"
-            )
-        rows.append(row)
+                f"{path}: empty file (expected a header row of column names)"
+            ) from None
+        if len(set(header)) != len(header):
+            dup = sorted({h for h in header if header.count(h) > 1})
+            raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
+        rows = []
+        for i, row in enumerate(reader):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ValueError(
+                    f"{path}: row {len(rows)} (line {i + 2}) has {len(row)} fields, "
+                    f"the header has {len(header)}"
+                )
+            rows.append(row)
+    except csv.Error as e:
+        # Malformed CSV (a stray carriage return, an unclosed quote): say where, not csv's traceback.
+        raise ValueError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
     cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
     columns = {}
     for j, name in enumerate(header):

@@ -53,8 +53,19 @@ OUT = os.path.join(HERE, "out")
 RUNS = {
     "PINODE": ("cartpole_pinode.yaml", "runs/control/cartpole_pinode"),
     "pure ODE": ("cartpole_pure_ode.yaml", "runs/control/cartpole_pure_ode"),
+    # The PINODE whose network does not see the cart's position (its forces cannot depend on it).
+    "PINODE, x hidden": (
+        "cartpole_pinode.yaml",
+        "runs/control/cartpole_pinode_x_hidden",
+        ["model.hide_position=[x]"],
+    ),
 }
-COLOURS = {"PINODE": "#1f77b4", "pure ODE": "#d68910", "known model": "#7f7f7f"}
+COLOURS = {
+    "PINODE": "#1f77b4",
+    "PINODE, x hidden": "#2ca02c",
+    "pure ODE": "#d68910",
+    "known model": "#7f7f7f",
+}
 UPRIGHT = np.array([0.0, np.pi, 0.0, 0.0])
 Q = np.diag([50.0, 50.0, 1.0, 1.0])
 R = np.array([[0.1]])
@@ -72,11 +83,12 @@ H_MAX = 2  # the longest input history of the models (the PINODE's)
 
 def model_dynamics(retrain: bool) -> dict[str, Dynamics]:
     models = {}
-    for label, (file, run_dir) in RUNS.items():
+    for label, (file, run_dir, *overrides) in RUNS.items():
         run_dir = os.path.join(ROOT, run_dir)
         if retrain or not os.path.exists(os.path.join(run_dir, "summary.json")):
             t0 = time.perf_counter()
-            train(load_config(os.path.join(ROOT, "configs", file)), run_dir, progress=False)
+            config = load_config(os.path.join(ROOT, "configs", file), *overrides)
+            train(config, run_dir, progress=False)
             print(f"trained {label} in {time.perf_counter() - t0:.0f} s → {run_dir}")
         models[label] = load(run_dir)
     rig = CartPoleRig()

@@ -127,6 +127,13 @@ SCHEMA: dict[str, Any] = {
             "coordinates (names) the residual force acts on; null: all",
             nullable=True,
         ),
+        "hide_position": Field(
+            [],
+            (list,),
+            "coordinates whose position the network does not see (only their velocity), e.g. [x] for a "
+            "cart whose forces cannot depend on where it is",
+            list_of(str),
+        ),
         "input_history": Field(
             0, (int,), "past inputs the network also sees (actuator lag)", non_negative
         ),

@@ -137,3 +137,13 @@ def test_input_history_layout():
     np.testing.assert_allclose(
         model.acceleration(jnp.zeros(1), jnp.zeros(1), jnp.array([1.0, 5.0, 7.0])), [1.0]
     )
+
+
+def test_hidden_positions_do_not_reach_the_network(key):
+    cp = CartPole()
+    feats = StateFeatures(cp.angles, 1, hide_position=(True, False))
+    assert feats.size == 5  # sin φ, cos φ, ẋ, φ̇, u
+    qd, u = jnp.array([0.3, -1.0]), jnp.array([0.5])
+    a = feats(jnp.array([0.0, 2.0]), qd, u)
+    b = feats(jnp.array([0.25, 2.0]), qd, u)
+    np.testing.assert_array_equal(a, b)

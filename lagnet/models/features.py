@@ -12,34 +12,50 @@ class StateFeatures(eqx.Module):
 
     Angles enter as (sin θ, cos θ) so the features are 2π-periodic; the other entries are standardised with fixed
     (not trained) statistics of the training data. `n_inputs` counts all inputs the network sees, including a
-    history of past inputs when the model is given one.
+    history of past inputs when the model is given one. Coordinates marked in `hide_position` enter only through
+    their velocity: forces that cannot depend on where a cart is on its rail (friction, a drive) then cannot
+    learn a spurious dependence on it.
     """
 
     angles: tuple[bool, ...] = eqx.field(static=True)
+    hide_position: tuple[bool, ...] = eqx.field(static=True)
     q_mean: Float[Array, " n"]
     q_scale: Float[Array, " n"]
     qd_scale: Float[Array, " n"]
     u_scale: Float[Array, " m"]
 
     def __init__(
-        self, angles, n_inputs: int, q_mean=None, q_scale=None, qd_scale=None, u_scale=None
+        self,
+        angles,
+        n_inputs: int,
+        q_mean=None,
+        q_scale=None,
+        qd_scale=None,
+        u_scale=None,
+        hide_position=None,
     ):
         n = len(angles)
         self.angles = tuple(bool(a) for a in angles)
+        self.hide_position = (
+            (False,) * n if hide_position is None else tuple(map(bool, hide_position))
+        )
         self.q_mean = jnp.zeros(n) if q_mean is None else jnp.asarray(q_mean, float)
         self.q_scale = jnp.ones(n) if q_scale is None else jnp.asarray(q_scale, float)
         self.qd_scale = jnp.ones(n) if qd_scale is None else jnp.asarray(qd_scale, float)
         self.u_scale = jnp.ones(n_inputs) if u_scale is None else jnp.asarray(u_scale, float)
 
+    def _shown(self):
+        angles = np.asarray(self.angles, bool)
+        shown = ~np.asarray(self.hide_position, bool)
+        return np.flatnonzero(angles & shown), np.flatnonzero(~angles & shown)
+
     @property
     def size(self) -> int:
-        n_angles = sum(self.angles)
-        n = len(self.angles)
-        return 2 * n_angles + (n - n_angles) + n + self.u_scale.shape[0]
+        idx, other = self._shown()
+        return 2 * idx.size + other.size + len(self.angles) + self.u_scale.shape[0]
 
     def __call__(self, q: Q, qd: QDot, u: U) -> Float[Array, " features"]:
-        idx = np.flatnonzero(self.angles)
-        other = np.flatnonzero(~np.asarray(self.angles, bool))
+        idx, other = self._shown()
         parts = [
             jnp.sin(q[idx]),
             jnp.cos(q[idx]),
@@ -50,7 +66,7 @@ class StateFeatures(eqx.Module):
         return jnp.concatenate(parts)
 
     @classmethod
-    def from_data(cls, angles, q, qd, u) -> "StateFeatures":
+    def from_data(cls, angles, q, qd, u, hide_position=None) -> "StateFeatures":
         """Statistics from arrays q (T, n), q̇ (T, n), u (T, m)."""
 
         def scale(x):
@@ -64,6 +80,7 @@ class StateFeatures(eqx.Module):
             q_scale=scale(q),
             qd_scale=scale(qd),
             u_scale=scale(u),
+            hide_position=hide_position,
         )
 
 

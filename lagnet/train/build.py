@@ -145,10 +145,14 @@ def build_model(config: dict, system, data=None, *, key):
     kind = mc["type"]
     n, m = system.n_dof, system.n_inputs
     m_net = m * (1 + mc["input_history"])
+    hidden_idx = _coordinate_indices(system, mc["hide_position"], "model.hide_position")
+    hidden = tuple(i in hidden_idx for i in range(n))
     if data is not None:
-        features = StateFeatures.from_data(system.angles, data["q"], data["qd"], data["u"])
+        features = StateFeatures.from_data(
+            system.angles, data["q"], data["qd"], data["u"], hide_position=hidden
+        )
     else:
-        features = StateFeatures(system.angles, m_net)
+        features = StateFeatures(system.angles, m_net, hide_position=hidden)
 
     def mlp(out_size, zero):
         return make_mlp(

@@ -18,7 +18,7 @@ from ..data.loader import finite_difference
 from ..data.windows import make_windows, split_by_file, split_by_time
 from .build import build_integrator, build_model, build_system, load_recordings
 from .checkpoint import load_tree, save_json, save_tree, save_yaml
-from .loss import StateLoss, batch_loss
+from .loss import StateLoss, as_batch, batch_loss, window_loss
 
 
 @dataclasses.dataclass
@@ -173,10 +173,8 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
             starts = jax.lax.with_sharding_constraint(starts, batch_sharding)
 
         def loss_of(p):
-            model = eqx.combine(p, static)
-            w = data.batch(starts)
             return batch_loss(
-                model, integrator, loss, (w.q[:, 0], w.qd[:, 0], w.u, w.dt, w.q[:, 1:], w.qd[:, 1:])
+                eqx.combine(p, static), integrator, loss, as_batch(data.batch(starts))
             )
 
         value, grads = eqx.filter_value_and_grad(loss_of)(params)
@@ -210,14 +208,19 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
 
 
 def make_eval_fn(static, integrator, loss, chunk: int = 4096):
+    """The mean window loss over every window of a dataset, vmapped `chunk` windows at a time (bounded memory)."""
+
     @eqx.filter_jit
     def evaluate(params, data):
         model = eqx.combine(params, static)
-        starts = data.starts
-        w = data.batch(starts[:chunk])
-        return batch_loss(
-            model, integrator, loss, (w.q[:, 0], w.qd[:, 0], w.u, w.dt, w.q[:, 1:], w.qd[:, 1:])
-        )
+
+        def one(start):
+            w = data.window(start)
+            return window_loss(
+                model, integrator, loss, w.q[0], w.qd[0], w.u, w.dt, w.q[1:], w.qd[1:]
+            )
+
+        return jnp.mean(jax.lax.map(one, data.starts, batch_size=chunk))
 
     return evaluate
 
@@ -405,9 +408,9 @@ def train(
     best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
     skipped_total = int(state.skipped)
     first = int(state.epoch) + 1
-    stopped_early = resume and restored is not None and stale >= tc["patience"]
+    stopped_early = restored is not None and stale >= tc["patience"]
 
-    data_cache = {}
+    windows = {horizon: probe}  # the training windows of the current horizon
     bar = tqdm(
         range(first, tc["epochs"]),
         desc=f"train {config['name']}",
@@ -419,9 +422,9 @@ def train(
     epoch = first - 1
     for epoch in [] if stopped_early else bar:
         h = horizon_at(config, epoch)
-        if h not in data_cache:
-            data_cache = {h: make_windows(train_trajs, h, skip_short=True, dtype=dtype)}
-        data = data_cache[h]
+        if h not in windows:
+            windows = {h: make_windows(train_trajs, h, skip_short=True, dtype=dtype)}
+        data = windows[h]
         data_key, k = jax.random.split(data_key)
         params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
         train_loss = float(train_loss)

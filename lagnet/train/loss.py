@@ -37,6 +37,18 @@ def window_loss(model, integrator, loss: StateLoss, q0, qd0, us, dts, q_true, qd
     return loss(qs[1:], qds[1:], q_true, qd_true)
 
 
+def as_batch(windows):
+    """A batched `lagnet.data.Window` as the tuple (q0, q̇0, us, dts, q_true, q̇_true) of `batch_loss`."""
+    return (
+        windows.q[:, 0],
+        windows.qd[:, 0],
+        windows.u,
+        windows.dt,
+        windows.q[:, 1:],
+        windows.qd[:, 1:],
+    )
+
+
 def batch_loss(model, integrator, loss, batch):
     """Mean window loss over a batch (vmapped over the windows)."""
     per_window = jax.vmap(lambda *w: window_loss(model, integrator, loss, *w))(*batch)

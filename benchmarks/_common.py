@@ -108,6 +108,21 @@ def first_call(fn) -> tuple[float, object]:
     return time.perf_counter() - t, out
 
 
+def versus_scan(median: dict, compile_s: dict, metric: str, of) -> dict:
+    """Per implementation: median seconds, `metric` = of(seconds), the speed ratio to the hand-written scan and the
+    compile time (first call minus a steady-state call; None where no first call was timed)."""
+    base = median["hand-written scan"]
+    return {
+        name: {
+            "seconds": seconds,
+            metric: of(seconds),
+            "vs_scan": base / seconds,
+            "compile_s": max(compile_s[name] - seconds, 0.0) if name in compile_s else None,
+        }
+        for name, seconds in median.items()
+    }
+
+
 def max_abs_diff(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
 

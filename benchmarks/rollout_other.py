@@ -26,6 +26,7 @@ from _common import (
     max_abs_diff,
     parser,
     time_interleaved,
+    versus_scan,
     write,
 )
 
@@ -119,15 +120,9 @@ def main():
             raise SystemExit(f"cross-check failed for {method}: {checks[method]}")
         median, _ = time_interleaved(calls, args.repeats)
         work = args.batch * args.steps
-        results[method] = {
-            name: {
-                "seconds": median[name],
-                "sample_steps_per_s": work / median[name],
-                "vs_scan": median["hand-written scan"] / median[name],
-                "compile_s": max(compile_s[name] - median[name], 0.0),
-            }
-            for name in calls
-        }
+        results[method] = versus_scan(
+            median, compile_s, "sample_steps_per_s", lambda s, work=work: work / s
+        )
         print(method, results[method], flush=True)
     write(
         args.json,

@@ -24,6 +24,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import (  # noqa: E402
     DT,
+    FORCE_SCALE,
     block,
     first_call,
     handwritten_rk4_step,
@@ -36,6 +37,7 @@ from _common import (  # noqa: E402
     parser,
     time_interleaved,
     torch_or_none,
+    versus_scan,
     write,
 )
 
@@ -130,32 +132,38 @@ def numpy_rollout(weights, params, q0, qd0, us):
     return np.stack(qs, 1), np.stack(qds, 1)
 
 
-def torch_rollout_fn(torch, torchdiffeq, weights, params, steps):
-    """torchdiffeq.odeint(method='rk4') on y = (q, q̇) with the same model written in torch (M⁻¹ in closed form,
-    the fastest batched 2×2 solve in torch, as in numpy)."""
+def torch_field(torch, layers, params, us, steps):
+    """dy/dt of y = (q, q̇) for torchdiffeq: the same model written in torch (M⁻¹ in closed form, the fastest
+    batched 2×2 solve in torch, as in numpy), the input held over each step of `us` (batch, steps, 1)."""
     total, a_c, inertia, g = (float(p) for p in params)
+
+    def field(time, y):
+        k = min(max(int(float(time) / DT), 0), steps - 1)
+        q, qd, u = y[:, :2], y[:, 2:], us[:, k]
+        h = torch.cat([q, qd, u], dim=1)
+        for i, (w, b) in enumerate(layers):
+            h = torch.nn.functional.linear(h, w, b)
+            if i < len(layers) - 1:
+                h = torch.tanh(h)
+        force = FORCE_SCALE * h
+        c, s = torch.cos(q[:, 1]), torch.sin(q[:, 1])
+        off = a_c * c
+        r0 = force[:, 0] + u[:, 0] + a_c * s * qd[:, 1] ** 2
+        r1 = force[:, 1] - g * a_c * s
+        det = total * inertia - off * off
+        qdd = torch.stack([inertia * r0 - off * r1, total * r1 - off * r0], 1) / det[:, None]
+        return torch.cat([qd, qdd], dim=1)
+
+    return field
+
+
+def torch_rollout_fn(torch, torchdiffeq, weights, params, steps):
+    """torchdiffeq.odeint(method='rk4') on y = (q, q̇) with the model of `torch_field`."""
     layers = [(torch.from_numpy(w.copy()), torch.from_numpy(b.copy())) for w, b in weights]
     t = torch.arange(steps + 1, dtype=torch.float32) * DT
 
     def make_field(us):
-        def field(time, y):
-            k = min(max(int(float(time) / DT), 0), steps - 1)
-            q, qd, u = y[:, :2], y[:, 2:], us[:, k]
-            h = torch.cat([q, qd, u], dim=1)
-            for i, (w, b) in enumerate(layers):
-                h = torch.nn.functional.linear(h, w, b)
-                if i < len(layers) - 1:
-                    h = torch.tanh(h)
-            force = 1e-3 * h
-            c, s = torch.cos(q[:, 1]), torch.sin(q[:, 1])
-            off = a_c * c
-            r0 = force[:, 0] + u[:, 0] + a_c * s * qd[:, 1] ** 2
-            r1 = force[:, 1] - g * a_c * s
-            det = total * inertia - off * off
-            qdd = torch.stack([inertia * r0 - off * r1, total * r1 - off * r0], 1) / det[:, None]
-            return torch.cat([qd, qdd], dim=1)
-
-        return field
+        return torch_field(torch, layers, params, us, steps)
 
     def run(q0, qd0, us):
         with torch.no_grad():
@@ -240,16 +248,7 @@ def main():
 
     median, all_times = time_interleaved(calls, args.repeats)
     work = args.batch * args.steps
-    base = median["hand-written scan"]
-    results = {
-        name: {
-            "seconds": median[name],
-            "sample_steps_per_s": work / median[name],
-            "vs_scan": base / median[name],
-            "compile_s": max(compile_s[name] - median[name], 0.0) if name in compile_s else None,
-        }
-        for name in calls
-    }
+    results = versus_scan(median, compile_s, "sample_steps_per_s", lambda s: work / s)
     write(
         args.json,
         "rollout_rk4",

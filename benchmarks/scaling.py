@@ -46,20 +46,18 @@ def batched(model, integrator, q0, qd0, us, steps=None):
     return lambda: run(model, q0, qd0, us)
 
 
+def time_rk4(model, batch, steps, repeats):
+    """µs per step and sample-steps per second of a batched RK4 rollout of the benchmark model."""
+    q0, qd0, us = map(jnp.asarray, make_inputs(batch, steps))
+    s = time_call(batched(model, RK4(), q0, qd0, us), repeats)
+    return {"us_per_step": 1e6 * s / steps, "sample_steps_per_s": batch * steps / s}
+
+
 def sweep_batch(model, sizes, repeats):
     out = []
     for batch in sizes:
         steps = int(np.clip(2**17 // batch, 10, 1000))
-        q0, qd0, us = map(jnp.asarray, make_inputs(batch, steps))
-        s = time_call(batched(model, RK4(), q0, qd0, us), repeats)
-        out.append(
-            {
-                "batch": batch,
-                "steps": steps,
-                "us_per_step": 1e6 * s / steps,
-                "sample_steps_per_s": batch * steps / s,
-            }
-        )
+        out.append({"batch": batch, "steps": steps, **time_rk4(model, batch, steps, repeats)})
         print(out[-1], flush=True)
     return out
 
@@ -67,16 +65,7 @@ def sweep_batch(model, sizes, repeats):
 def sweep_horizon(model, horizons, repeats, batch=1024):
     out = []
     for steps in horizons:
-        q0, qd0, us = map(jnp.asarray, make_inputs(batch, steps))
-        s = time_call(batched(model, RK4(), q0, qd0, us), repeats)
-        out.append(
-            {
-                "steps": steps,
-                "batch": batch,
-                "us_per_step": 1e6 * s / steps,
-                "sample_steps_per_s": batch * steps / s,
-            }
-        )
+        out.append({"steps": steps, "batch": batch, **time_rk4(model, batch, steps, repeats)})
         print(out[-1], flush=True)
     return out
 

@@ -26,7 +26,6 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 from _common import (  # noqa: E402
     DT,
-    FORCE_SCALE,
     block,
     first_call,
     handwritten_rk4_step,
@@ -37,6 +36,7 @@ from _common import (  # noqa: E402
     parser,
     time_interleaved,
     torch_or_none,
+    versus_scan,
     write,
 )
 
@@ -131,15 +131,18 @@ def jax_steps(model, data, horizon: int):
 
 def torch_step_fn(torch, torchdiffeq, model, horizon):
     """A torch training step: torchdiffeq RK4 (3/8 rule) rollout, the same loss, backward, Adam."""
+    from rollout_rk4 import cartpole_params, torch_field
+
     layers = [
         (torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True))
         for w, b in mlp_weights(model)
     ]
     optimizer = torch.optim.Adam([p for layer in layers for p in layer], lr=LR)
     t = torch.arange(horizon + 1, dtype=torch.float32) * DT
+    params = cartpole_params(model)
 
     def loss_fn(q0, qd0, us, q_true, qd_true):
-        field = _trainable_field(torch, layers, us, horizon, model)
+        field = torch_field(torch, layers, params, us, horizon)
         ys = torchdiffeq.odeint(field, torch.cat([q0, qd0], 1), t, method="rk4").transpose(0, 1)
         return state_loss(ys[:, 1:, :2], ys[:, 1:, 2:], q_true, qd_true, torch)
 
@@ -151,31 +154,6 @@ def torch_step_fn(torch, torchdiffeq, model, horizon):
         return value.detach()
 
     return step, loss_fn, layers
-
-
-def _trainable_field(torch, layers, us, steps, model):
-    from rollout_rk4 import cartpole_params
-
-    total, a_c, inertia, g = (float(p) for p in cartpole_params(model))
-
-    def field(time, y):
-        k = min(max(int(float(time) / DT), 0), steps - 1)
-        q, qd, u = y[:, :2], y[:, 2:], us[:, k]
-        h = torch.cat([q, qd, u], dim=1)
-        for i, (w, b) in enumerate(layers):
-            h = torch.nn.functional.linear(h, w, b)
-            if i < len(layers) - 1:
-                h = torch.tanh(h)
-        force = FORCE_SCALE * h
-        c, s = torch.cos(q[:, 1]), torch.sin(q[:, 1])
-        off = a_c * c
-        r0 = force[:, 0] + u[:, 0] + a_c * s * qd[:, 1] ** 2
-        r1 = force[:, 1] - g * a_c * s
-        det = total * inertia - off * off
-        qdd = torch.stack([inertia * r0 - off * r1, total * r1 - off * r0], 1) / det[:, None]
-        return torch.cat([qd, qdd], dim=1)
-
-    return field
 
 
 def lagnet_loss_and_grad(model, arrays):
@@ -278,16 +256,7 @@ def main():
         raise SystemExit(f"cross-check failed: {failed}: {checks}")
 
     median, all_times = time_interleaved(calls, args.repeats)
-    base = median["hand-written scan"]
-    results = {
-        name: {
-            "seconds": median[name],
-            "ms_per_step": 1e3 * median[name],
-            "vs_scan": base / median[name],
-            "compile_s": max(compile_s[name] - median[name], 0.0) if name in compile_s else None,
-        }
-        for name in calls
-    }
+    results = versus_scan(median, compile_s, "ms_per_step", lambda s: 1e3 * s)
     write(
         args.json,
         "train_step",

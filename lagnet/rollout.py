@@ -38,7 +38,7 @@ _FAILURE = (
 )
 
 
-def _as_float(x, name: str) -> Array:
+def _as_float(x) -> Array:
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
         x = x.astype(jnp.result_type(float))
@@ -59,8 +59,8 @@ def _check_model(model, integrator):
 def _prepare(model, integrator, q0, qd0, us, dt, steps):
     """Validate shapes (errors at trace time) and bring everything to the state's dtype."""
     _check_model(model, integrator)
-    q0 = _as_float(q0, "q0")
-    qd0 = _as_float(qd0, "qd0")
+    q0 = _as_float(q0)
+    qd0 = _as_float(qd0)
     if q0.ndim != 1:
         raise ValueError(f"rollout: q0 must have shape (n,), got {q0.shape} (vmap for batches)")
     if qd0.shape != q0.shape:
@@ -228,7 +228,7 @@ def rollout_windows(
     scan. Returns predictions of shape (W, horizon + 1, n), W = (T − horizon) // stride + 1, to compare with
     `sliding_windows(qs, horizon + 1, stride)`.
     """
-    qs, qds = _as_float(qs, "qs"), _as_float(qds, "qds")
+    qs, qds = _as_float(qs), _as_float(qds)
     if qs.ndim != 2 or qds.shape != qs.shape:
         raise ValueError(
             f"rollout_windows: qs and qds must have the same shape (T + 1, n), got {qs.shape}, {qds.shape}"
@@ -245,11 +245,10 @@ def rollout_windows(
         raise ValueError(
             f"rollout_windows: dt must be a scalar or have shape ({T},), got {dts.shape}"
         )
-    # Windows of length horizon + 1 over the T + 1 states start at the same indices as those of length horizon
-    # over the T steps that still leave room: both give W = (T - horizon) // stride + 1.
-    q0s = sliding_windows(qs[:-1], horizon, stride)[:, 0]
-    qd0s = sliding_windows(qds[:-1], horizon, stride)[:, 0]
-    dtw = sliding_windows(dts, horizon, stride)
+    dtw = sliding_windows(dts, horizon, stride)  # also validates stride
+    # Window w starts at s = w · stride for s ≤ T − horizon: W = (T − horizon) // stride + 1 start states.
+    q0s = qs[: T - horizon + 1 : stride]
+    qd0s = qds[: T - horizon + 1 : stride]
     usw = None if us is None else sliding_windows(us, horizon, stride)
     # Shapes are validated once here, for one window; the vmapped call then traces the batch.
     _prepare(model, integrator, q0s[0], qd0s[0], None if usw is None else usw[0], dtw[0], None)

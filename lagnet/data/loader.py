@@ -134,15 +134,22 @@ def _columns(table: _Table, names, role: str, width: int | None, what: str) -> l
             f"{table.path}: mapping.{role} lists {len(names)} column(s) {list(names)}, "
             f"expected {width} for {what}"
         )
-    out = []
-    for i, name in enumerate(names):
-        arr = table.get(name, f"{role}[{i}]")
-        if arr.ndim != 1:
-            raise ValueError(
-                f"{table.path}: column {name!r} ({role}[{i}]) has shape {arr.shape}, expected (rows,)"
-            )
-        out.append(arr)
-    return out
+    return [_column(table, name, f"{role}[{i}]") for i, name in enumerate(names)]
+
+
+def _column(table: _Table, name: str, role: str) -> np.ndarray:
+    """The 1-D column `name`, or a `ValueError` naming its `role`."""
+    arr = table.get(name, role)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{table.path}: column {name!r} ({role}) has shape {arr.shape}, expected (rows,)"
+        )
+    return arr
+
+
+def _declared_units(table: _Table, mapping: ColumnMapping) -> dict[str, str]:
+    """The units of the columns: the file's metadata, overridden by the mapping's."""
+    return {**table.meta.get("units", {}), **mapping.units}
 
 
 def _check_finite(table: _Table, name: str, arr: np.ndarray) -> None:
@@ -155,8 +162,7 @@ def _check_finite(table: _Table, name: str, arr: np.ndarray) -> None:
 def _unit_factor(
     table: _Table, mapping: ColumnMapping, name: str, allowed: Sequence[str], what: str
 ) -> float:
-    declared = dict(table.meta.get("units", {}))
-    declared.update(mapping.units)
+    declared = _declared_units(table, mapping)
     if name not in declared:
         return 1.0
     kind, factor = parse_unit(declared[name], f"{table.path}: column {name!r}")
@@ -208,7 +214,7 @@ def load_trajectories(
         if len(is_angle) != n:
             raise ValueError(f"{path}: angles has {len(is_angle)} entries for {n} coordinates")
     else:
-        units = {**table.meta.get("units", {}), **mapping.units}
+        units = _declared_units(table, mapping)
         is_angle = tuple(
             isinstance(mapping.positions, tuple)
             and parse_unit(units[c], f"{path}: column {c!r}")[0] == "angle"
@@ -237,14 +243,7 @@ def load_trajectories(
         inp, in_names = None, []
     input_names = tuple(system.input_names) if system is not None else tuple(in_names)
 
-    if mapping.time is not None:
-        t = table.get(mapping.time, "time")
-        if t.ndim != 1:
-            raise ValueError(
-                f"{path}: column {mapping.time!r} (time) has shape {t.shape}, expected (rows,)"
-            )
-    else:
-        t = None
+    t = _column(table, mapping.time, "time") if mapping.time is not None else None
     episode = table.get(mapping.episode, "episode") if mapping.episode is not None else None
 
     # Every used column: the same number of rows, finite values.

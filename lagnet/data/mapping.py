@@ -73,7 +73,7 @@ class ColumnMapping:
             raise ValueError(
                 f"ColumnMapping.resample must be > 0 (a step in s), got {self.resample!r}"
             )
-        if isinstance(self.velocities, str) and self.velocities in DERIVE:
+        if self.derive_velocities:
             return
         if isinstance(self.velocities, str) and isinstance(self.positions, tuple):
             raise ValueError(

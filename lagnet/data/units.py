@@ -36,7 +36,3 @@ def parse_unit(unit: str, where: str) -> tuple[str, float]:
         raise ValueError(
             f"{where}: unknown unit {unit!r}; known units: {', '.join(UNITS)}"
         ) from None
-
-
-def coordinate_kind(is_angle: bool) -> str:
-    return "angle" if is_angle else "length"

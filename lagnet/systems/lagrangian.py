@@ -50,16 +50,9 @@ class Lagrangian(AbstractSystem):
             input_matrix,
             params,
         )
-        self.coordinate_names = (
-            tuple(coordinate_names)
-            if coordinate_names is not None
-            else tuple(f"q{i + 1}" for i in range(n_dof))
+        self.coordinate_names = _names(
+            coordinate_names, "q", n_dof, "coordinate_names", f"n_dof={n_dof}"
         )
-        if len(self.coordinate_names) != n_dof:
-            raise ValueError(
-                f"Lagrangian.coordinate_names must have n_dof={n_dof} entries, "
-                f"got {len(self.coordinate_names)}"
-            )
         self.angles = tuple(bool(a) for a in angles) if angles is not None else (False,) * n_dof
         if len(self.angles) != n_dof:
             raise ValueError(
@@ -75,15 +68,7 @@ class Lagrangian(AbstractSystem):
                     f"Lagrangian.input_matrix must return shape (n_dof={n_dof}, m), got {shape}"
                 )
             n_inputs = shape[1]
-        self.input_names = (
-            tuple(input_names)
-            if input_names is not None
-            else tuple(f"u{i + 1}" for i in range(n_inputs))
-        )
-        if len(self.input_names) != n_inputs:
-            raise ValueError(
-                f"Lagrangian.input_names must have {n_inputs} entries, got {len(self.input_names)}"
-            )
+        self.input_names = _names(input_names, "u", n_inputs, "input_names", str(n_inputs))
 
     def _args(self):
         return () if self.params is None else (self.params,)
@@ -104,3 +89,11 @@ class Lagrangian(AbstractSystem):
         if self.input_fn is None:
             return jnp.eye(self.n_dof, dtype=jnp.result_type(q))
         return self._call_input(q)
+
+
+def _names(given, prefix: str, n: int, field: str, count: str) -> tuple[str, ...]:
+    """`given` as a tuple of n names, or prefix1 ... prefixn; a `ValueError` if it has not `count` entries."""
+    names = tuple(given) if given is not None else tuple(f"{prefix}{i + 1}" for i in range(n))
+    if len(names) != n:
+        raise ValueError(f"Lagrangian.{field} must have {count} entries, got {len(names)}")
+    return names

@@ -25,7 +25,7 @@ import numpy as np
 from ...systems import CartPole
 from ..sensors import OpticalEncoder, UltrasonicSensor, backward_velocity
 from .actuator import Actuator
-from .common import metadata, ou_noise, recording_rng, smoothstep
+from .common import metadata, ou_noise, recording_rng, smoothstep, true_columns
 from .forces import EndStops, StribeckFriction
 from .plant import Plant
 from .simulate import simulate_rig
@@ -206,13 +206,7 @@ class CartPoleRig:
             "force": run["u_cmd"][1:, 0],
         }
         if truth:
-            cols.update(
-                true_x=run["q"][1:, 0],
-                true_phi=run["q"][1:, 1],
-                true_x_dot=run["qd"][1:, 0],
-                true_phi_dot=run["qd"][1:, 1],
-                true_force=run["u_applied"][1:, 0],
-            )
+            cols.update(true_columns(run, MAPPING))
         names = ("cart_mass", "rod_mass", "tip_mass", "length", "g")
         meta = metadata(
             "lagnet.data.rigs.cartpole.CartPoleRig",

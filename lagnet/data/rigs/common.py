@@ -32,6 +32,16 @@ def smoothstep(s: np.ndarray) -> np.ndarray:
     return s**3 * (10 - 15 * s + 6 * s**2)
 
 
+def true_columns(run: dict[str, np.ndarray], mapping: dict) -> dict[str, np.ndarray]:
+    """The true state and applied input of a `simulate_rig` run, aligned with the measured rows (the first
+    sample dropped): `true_<column>` for each of `mapping`'s positions, velocities and inputs, in that order."""
+    out = {}
+    for role, key in (("positions", "q"), ("velocities", "qd"), ("inputs", "u_applied")):
+        for i, name in enumerate(mapping[role]):
+            out[f"true_{name}"] = run[key][1:, i]
+    return out
+
+
 def metadata(
     generator: str,
     rig: Any,

@@ -15,7 +15,7 @@ import numpy as np
 from ...systems import Pendulum
 from ..sensors import OpticalEncoder, backward_velocity
 from .actuator import Actuator
-from .common import metadata, ou_noise, recording_rng
+from .common import metadata, ou_noise, recording_rng, true_columns
 from .forces import Cogging, ConstantForce, StribeckFriction
 from .plant import Plant
 from .simulate import simulate_rig
@@ -120,11 +120,7 @@ class PendulumRig:
             "torque": run["u_cmd"][1:, 0],
         }
         if truth:
-            cols.update(
-                true_theta=run["q"][1:, 0],
-                true_theta_dot=run["qd"][1:, 0],
-                true_torque=run["u_applied"][1:, 0],
-            )
+            cols.update(true_columns(run, MAPPING))
         meta = metadata(
             "lagnet.data.rigs.pendulum.PendulumRig",
             self,

@@ -1,6 +1,7 @@
 """A rig's "true plant": a known system plus the forces it leaves out."""
 
 import equinox as eqx
+import jax.scipy.linalg as jsl
 
 from ..._types import Q, QDDot, QDot, U
 from ...models.base import AbstractModel
@@ -25,4 +26,7 @@ class Plant(AbstractModel):
         return total
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        return self.system.acceleration(q, qd, u, Q=self.unmodelled_force(q, qd))
+        # Always by Cholesky, not the systems' small-n closed form: the generator's arithmetic is pinned to
+        # the one that wrote the shipped recordings, so `lagnet data verify` regenerates them bit for bit.
+        force = self.system.generalised_force(q, qd, u, self.unmodelled_force(q, qd))
+        return jsl.cho_solve(jsl.cho_factor(self.system.mass_matrix(q), lower=True), force)

@@ -17,6 +17,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lagnet.parallel import use_cpu_cores
+
+# lagnet's setting on a CPU: one JAX device per core (lagnet.parallel), set before any computation. Programs
+# given unsharded inputs still run on one device, so the one-device rows measure what they did before.
+CORES = use_cpu_cores()
+
 DT = 0.02
 FORCE_SCALE = 1e-3  # the untrained network acts as a small correction, so rollouts stay finite
 WIDTH, DEPTH = 64, 2

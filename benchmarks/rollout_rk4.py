@@ -23,6 +23,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import (  # noqa: E402
+    CORES,
     DT,
     FORCE_SCALE,
     block,
@@ -40,6 +41,8 @@ from _common import (  # noqa: E402
     versus_scan,
     write,
 )
+
+from lagnet.parallel import batch_mesh, shard_batch  # noqa: E402
 
 
 def jax_implementations(steps: int):
@@ -206,12 +209,26 @@ def main():
 
     fns = jax_implementations(args.steps)
     calls = {name: (lambda f=f: f(model, q0, qd0, us)) for name, f in fns.items()}
+    # "lagnet" is lagnet as `lagnet train` and lagnet.parallel run it: the batch split over one device per
+    # core. The same split of the hand-written scan is its like-for-like peer; the one-device rows are the
+    # scan as one writes it by default and lagnet on the same footing.
+    mesh = batch_mesh("auto", args.batch)
+    split = shard_batch((q0, qd0, us), mesh)
+    calls = {
+        "lagnet": lambda: fns["lagnet"](model, *split),
+        "lagnet, 1 device": calls.pop("lagnet"),
+        "hand-written scan": calls.pop("hand-written scan"),
+        f"hand-written scan, {CORES} devices": lambda: fns["hand-written scan"](model, *split),
+        **calls,
+    }
     compile_s, outputs = {}, {}
     for name, call in calls.items():
         compile_s[name], outputs[name] = first_call(call)
     ref = outputs["lagnet"]
     checks = {}
-    checks["hand-written scan"] = diff(ref, outputs["hand-written scan"])
+    for name in calls:
+        if name.startswith(("lagnet,", "hand-written scan")):
+            checks[name] = diff(ref, outputs[name])
     const_ref = block(fns["lagnet"](model, q0, qd0, us_const))
     checks["diffrax (constant u)"] = diff(const_ref, fns["diffrax"](model, q0, qd0, us_const))
 

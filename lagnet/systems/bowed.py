@@ -40,8 +40,9 @@ class SoftFriction(eqx.Module):
         return 2.0 * jnp.sqrt(2.0 * self.sigma) * jnp.exp(-1.0)
 
 
-# The lecture's curve (σ = 100), a module-level default (a frozen eqx.Module, safe to share).
-_LECTURE_FRICTION = SoftFriction(100.0)
+# The default friction: the lecture's curve (σ = 100), made per instance, since an array built at import time
+# would start JAX's backend before `lagnet.parallel.use_cpu_cores` can set the number of CPU devices.
+_LECTURE_FRICTION = "lecture"
 
 
 class BowedOscillator(AbstractUnitOscillator):
@@ -66,7 +67,7 @@ class BowedOscillator(AbstractUnitOscillator):
         self, omega0=2 * jnp.pi * 200.0, friction: SoftFriction | None = _LECTURE_FRICTION
     ):
         self.omega0 = as_param(omega0)
-        self.friction = friction
+        self.friction = SoftFriction(100.0) if friction is _LECTURE_FRICTION else friction
 
     def __check_init__(self):
         check_positive("BowedOscillator", "omega0", self.omega0, allow_zero=True)

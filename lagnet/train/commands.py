@@ -37,6 +37,22 @@ def register(sub) -> None:
         action="store_true",
         help="print every config key with its default and exit",
     )
+    multi = p.add_argument_group(
+        "multi-process (multi-host) training",
+        "Start the same command on every host; each process loads the same config and data files, the batch is "
+        "split over all processes' devices and process 0 writes the run directory (a shared filesystem is "
+        "needed for --resume). See lagnet.parallel.",
+    )
+    multi.add_argument(
+        "--distributed",
+        action="store_true",
+        help="join a multi-process run whose cluster JAX detects (SLURM, Open MPI, Kubernetes)",
+    )
+    multi.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address")
+    multi.add_argument("--num-processes", type=int, metavar="N", help="processes in the run")
+    multi.add_argument(
+        "--process-id", type=int, metavar="I", help="this process's index, 0 … N − 1"
+    )
     p.set_defaults(func=run)
 
 

@@ -14,10 +14,11 @@ import optax
 from tqdm.auto import tqdm
 
 from .. import config as _config
+from .. import parallel
 from ..data.loader import finite_difference
 from ..data.windows import make_windows, split_by_file, split_by_time
 from .build import build_integrator, build_model, build_system, load_recordings
-from .checkpoint import load_tree, save_json, save_tree, save_yaml
+from .checkpoint import atomic_write, load_tree, save_json, save_tree, save_yaml
 from .loss import StateLoss, as_batch, batch_loss, window_loss
 
 
@@ -131,53 +132,31 @@ def horizon_at(config: dict, epoch: int) -> int:
 
 
 def data_parallel_mesh(setting, batch_size: int):
-    """A 1-D device mesh ("batch",) for data-parallel training, or None for one device.
-
-    `setting` is "auto" (all local devices; with a batch size they do not divide, the largest count that does)
-    or a number of devices. Parameters are replicated and each batch is split across the mesh; gradients are
-    all-reduced by the compiler (SPMD partitioning of the one jitted epoch).
-    """
-    devices = jax.local_devices()
-    if setting == "auto":
-        n = max(d for d in range(1, len(devices) + 1) if batch_size % d == 0)
-    else:
-        n = int(setting)
-        if n > len(devices):
-            raise _config.ConfigError(
-                f"devices: {n} requested, {len(devices)} available ({devices[0].platform})"
-            )
-        if batch_size % n:
-            raise _config.ConfigError(
-                f"training.batch_size={batch_size} must be divisible by devices={n}"
-            )
-    if n == 1:
-        return None
-    return jax.sharding.Mesh(np.asarray(devices[:n]), ("batch",))
+    """The training mesh of the config's `devices` (see `lagnet.parallel.batch_mesh`), errors as ConfigError."""
+    try:
+        return parallel.batch_mesh(setting, batch_size)
+    except ValueError as e:
+        raise _config.ConfigError(str(e)) from None
 
 
 def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None):
     """One epoch as a single compiled function: `lax.scan` over shuffled mini-batches, all on the device.
 
     A step whose loss or gradient is not finite is skipped (parameters and optimiser state unchanged) and counted.
-    With a `mesh`, each batch of window start rows is sharded over its devices (data parallel).
+    With a `mesh`, each batch of window start rows is split over its devices (data parallel: the data and the
+    parameters are replicated, one all-reduce of the gradients per step).
     """
-    batch_sharding = (
-        None
-        if mesh is None
-        else jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
-    )
+
+    def loss_of(params, data, starts):
+        return batch_loss(
+            eqx.combine(params, static), integrator, loss, as_batch(data.batch(starts))
+        )
+
+    value_and_grad = parallel.sharded_value_and_grad(loss_of, mesh)
 
     def step(carry, starts, data):
         params, opt_state, skipped = carry
-        if batch_sharding is not None:
-            starts = jax.lax.with_sharding_constraint(starts, batch_sharding)
-
-        def loss_of(p):
-            return batch_loss(
-                eqx.combine(p, static), integrator, loss, as_batch(data.batch(starts))
-            )
-
-        value, grads = eqx.filter_value_and_grad(loss_of)(params)
+        value, grads = value_and_grad(params, data, starts)
         updates, new_opt = optimizer.update(grads, opt_state, params)
         new_params = eqx.apply_updates(params, updates)
         finite = jnp.isfinite(value) & jnp.all(
@@ -248,7 +227,7 @@ def _check_output_dir(run_dir: str, min_free_bytes: int = 20_000_000) -> None:
     """Fail before any work if the run directory cannot be written or its disk is (nearly) full."""
     try:
         os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
-        probe = os.path.join(run_dir, ".write-test")
+        probe = os.path.join(run_dir, f".write-test-{jax.process_index()}")
         with open(probe, "wb") as f:
             f.write(b"0" * 4096)
             f.flush()
@@ -345,7 +324,10 @@ def train(
         )
         if diff:
             raise ValueError(f"cannot resume {run_dir} with a different config: " + "; ".join(diff))
-    save_yaml(config_path, config)
+    # In a multi-process run every process computes the same thing; process 0 alone writes the run directory.
+    main = parallel.is_main_process()
+    if main:
+        save_yaml(config_path, config)
 
     key = jax.random.key(config["seed"])
     model_key, data_key = jax.random.split(key)
@@ -362,17 +344,21 @@ def train(
 
     params, static = eqx.partition(model, model.trainable())
     horizon = horizon_at(config, 0)
-    probe = make_windows(train_trajs, horizon, skip_short=True, dtype=dtype)
+    window_kw = dict(skip_short=True, dtype=dtype)
+    probe = make_windows(train_trajs, horizon, **window_kw)
     steps_per_epoch = max(len(probe) // tc["batch_size"], 1)
     optimizer = make_optimizer(config, steps_per_epoch)
     opt_state = optimizer.init(params)
     mesh = data_parallel_mesh(config["devices"], tc["batch_size"])
+    params, opt_state = parallel.replicate((params, opt_state), mesh)
     epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, tc["batch_size"], mesh)
     eval_fn = make_eval_fn(static, integrator, loss)
 
     max_h = max([tc["horizon"]] + [h for _, h in tc["curriculum"]])
     val_h = tc["validation_horizon"] or max_h
-    val_data = make_windows(val_trajs, val_h, skip_short=True, dtype=dtype) if val_trajs else None
+    val_data = make_windows(val_trajs, val_h, **window_kw) if val_trajs else None
+    # Every array a compiled step reads lives on the mesh (a multi-process mesh accepts no single-device input).
+    probe, val_data = parallel.replicate((probe, val_data), mesh)
 
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
     initial = float(eval_fn(params, val_data if val_data is not None else probe))
@@ -392,18 +378,15 @@ def train(
     if restored is not None:
         state = restored
         done = int(state.epoch)
-        with open(metrics_path) as f:
-            kept = [line for line in f if json.loads(line)["epoch"] <= done]
-        with open(metrics_path, "w") as f:
-            f.writelines(kept)
-    else:
+        if main:
+            with open(metrics_path) as f:
+                kept = [line for line in f if json.loads(line)["epoch"] <= done]
+            atomic_write(metrics_path, lambda f: f.write("".join(kept).encode()))
+    elif main:
         with open(metrics_path, "w") as f:
             f.write(json.dumps({"epoch": -1, "validation_loss": initial}) + "\n")
         save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
-    params, opt_state = state.params, state.opt_state
-    if mesh is not None:
-        replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        params, opt_state = jax.device_put((params, opt_state), replicated)
+    params, opt_state = parallel.replicate((state.params, state.opt_state), mesh)
     data_key = jax.random.wrap_key_data(state.key_data)
     best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
     skipped_total = int(state.skipped)
@@ -414,7 +397,7 @@ def train(
     bar = tqdm(
         range(first, tc["epochs"]),
         desc=f"train {config['name']}",
-        disable=not progress,
+        disable=not (progress and main),
         unit="epoch",
         initial=first,
         total=tc["epochs"],
@@ -423,7 +406,7 @@ def train(
     for epoch in [] if stopped_early else bar:
         h = horizon_at(config, epoch)
         if h not in windows:
-            windows = {h: make_windows(train_trajs, h, skip_short=True, dtype=dtype)}
+            windows = {h: parallel.replicate(make_windows(train_trajs, h, **window_kw), mesh)}
         data = windows[h]
         data_key, k = jax.random.split(data_key)
         params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
@@ -438,8 +421,9 @@ def train(
             "skipped_steps": int(skipped),
             "seconds": time.perf_counter() - start_time,
         }
-        with open(metrics_path, "a") as f:
-            f.write(json.dumps(record) + "\n")
+        if main:
+            with open(metrics_path, "a") as f:
+                f.write(json.dumps(record) + "\n")
         bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val:.4g}", h=h)
         if skipped_total > tc["max_skipped_steps"]:
             raise TrainingDiverged(
@@ -464,31 +448,33 @@ def train(
             jnp.asarray(stale),
             jnp.asarray(skipped_total),
         )
-        checkpoints.save(state, epoch)
-        save_tree(os.path.join(ckpt, "last.eqx"), eqx.combine(params, static))
-        if improved:
-            save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
+        if main:
+            checkpoints.save(state, epoch)
+            save_tree(os.path.join(ckpt, "last.eqx"), eqx.combine(params, static))
+            if improved:
+                save_tree(os.path.join(ckpt, "best.eqx"), eqx.combine(params, static))
         if stale >= tc["patience"]:
             break
     bar.close()
     best_model = eqx.combine(state.best_params, static)
     seconds = time.perf_counter() - start_time
-    save_json(
-        os.path.join(run_dir, "summary.json"),
-        {
-            "name": config["name"],
-            "model": config["model"]["type"],
-            "initial_validation_loss": initial,
-            "best_validation_loss": best,
-            "best_epoch": best_epoch,
-            "epochs_run": epoch + 1,
-            "skipped_steps": skipped_total,
-            "seconds": seconds,
-            "train_windows": len(probe),
-            "dt": float(np.median(np.concatenate([t.dt for t in train_trajs]))),
-            "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
-        },
-    )
+    if main:
+        save_json(
+            os.path.join(run_dir, "summary.json"),
+            {
+                "name": config["name"],
+                "model": config["model"]["type"],
+                "initial_validation_loss": initial,
+                "best_validation_loss": best,
+                "best_epoch": best_epoch,
+                "epochs_run": epoch + 1,
+                "skipped_steps": skipped_total,
+                "seconds": seconds,
+                "train_windows": len(probe),
+                "dt": float(np.median(np.concatenate([t.dt for t in train_trajs]))),
+                "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
+            },
+        )
     return TrainResult(run_dir, best_model, best, epoch + 1, seconds)
 
 

@@ -1,4 +1,4 @@
-"""One training step: a 30-step RK4 rollout loss on a batch of 128 windows, value-and-grad, Adam.
+"""Training steps: a 30-step RK4 rollout loss on a batch of 128 windows, value-and-grad, Adam; time per step.
 
 The model and weights are the rollout benchmark's (benchmarks/_common.py); the windows are cut from one recorded
 trajectory of the known cart-pole, and the loss is lagnet's `StateLoss` (squared errors, 2 − 2 cos for φ).
@@ -8,9 +8,12 @@ Compared, in one run and interleaved:
 - a hand-written `lax.scan` RK4 loss with `jax.value_and_grad` and optax Adam;
 - diffrax `diffeqsolve` (fixed step, its default `RecursiveCheckpointAdjoint`);
 - torchdiffeq `odeint(method='rk4')` with backprop through the solver and `torch.optim.Adam`.
-The losses and gradients are cross-checked at the initial weights before timing.
+The losses and gradients are cross-checked at the initial weights before timing. Each timed call runs
+`--steps` steps (10) on as many different batches, each implementation in its own natural loop: lagnet's epoch
+is one compiled scan over the batches, the others call their compiled step from Python; the time per step is
+the call's divided by the steps.
 
-    .venv/bin/python benchmarks/train_step.py [--batch 128] [--horizon 30] [--repeats 20] [--json out.json]
+    .venv/bin/python benchmarks/train_step.py [--batch 128] [--horizon 30] [--steps 10] [--repeats 10] [--json out.json]
 """
 
 import os
@@ -46,21 +49,22 @@ from lagnet.parallel import batch_mesh, replicate, shard_batch  # noqa: E402
 LR = 1e-3
 
 
-def make_data(batch: int, horizon: int):
-    """A recorded trajectory of the known cart-pole under random forcing, and its sliding windows."""
+def make_data(batch: int, horizon: int, batches: int = 1):
+    """A recorded trajectory of the known cart-pole under random forcing, and `batch × batches` of its sliding
+    windows: the dataset and the windows' (q0, q̇0, us, q_true, q̇_true) stacked."""
     from lagnet.data.windows import WindowDataset
     from lagnet.integrators import RK4
     from lagnet.rollout import rollout
     from lagnet.systems import CartPole
 
-    rows = batch + horizon
+    rows = batch * batches + horizon
     rng = np.random.default_rng(1)
     us = jnp.asarray(rng.uniform(-1, 1, (rows - 1, 1)), jnp.float32)
     q0 = jnp.asarray([0.0, 0.5], jnp.float32)
     qs, qds = rollout(CartPole(), RK4(), q0, jnp.zeros(2, jnp.float32), us, DT)
     u = jnp.concatenate([us, us[-1:]])
     dt = jnp.full((rows,), DT, jnp.float32)
-    data = WindowDataset(qs, qds, u, dt, jnp.arange(batch), horizon, (False, True))
+    data = WindowDataset(qs, qds, u, dt, jnp.arange(batch * batches), horizon, (False, True))
     w = data.batch(data.starts)
     arrays = (w.q[:, 0], w.qd[:, 0], w.u, w.q[:, 1:], w.qd[:, 1:])
     return data, arrays
@@ -75,7 +79,7 @@ def state_loss(q_pred, qd_pred, q_true, qd_true, xp):
     return per.mean()
 
 
-def jax_steps(model, data, horizon: int):
+def jax_steps(model, data, horizon: int, batch: int):
     import diffrax
 
     from lagnet.integrators import RK4
@@ -90,23 +94,28 @@ def jax_steps(model, data, horizon: int):
 
     def lagnet_step_on(mesh):
         # As `lagnet train` runs it: the data and parameters replicated on the mesh, each batch split over it.
-        epoch = make_epoch_fn(static, RK4(), loss, optimizer, len(data), mesh)
+        epoch = make_epoch_fn(static, RK4(), loss, optimizer, batch, mesh)
         on_mesh = replicate(data, mesh)
 
-        def lagnet_step(params, opt_state, arrays):
+        def lagnet_steps(params, opt_state, batches):
             params, opt_state, value, _ = epoch(params, opt_state, on_mesh, key)
             return params, opt_state, value
 
-        return lagnet_step
+        return lagnet_steps
 
-    def make(loss_of):
+    def make(loss_of, prepare=lambda arrays: arrays):
         @jax.jit
         def step(params, opt_state, arrays):
             value, grads = jax.value_and_grad(loss_of)(params, arrays)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             return optax.apply_updates(params, updates), opt_state, value
 
-        return step
+        def steps(params, opt_state, batches):
+            for arrays in batches:
+                params, opt_state, value = step(params, opt_state, prepare(arrays))
+            return params, opt_state, value
+
+        return steps
 
     def scan_loss(params, arrays):
         q0, qd0, us, q_true, qd_true = arrays
@@ -129,16 +138,13 @@ def jax_steps(model, data, horizon: int):
         qs, qds = diffrax_rollout(eqx.combine(params, static), q0, qd0, us)
         return state_loss(qs[:, 1:], qds[:, 1:], q_true, qd_true, jnp)
 
-    mesh = batch_mesh("auto", len(data))
-    scan_step = make(scan_loss)
+    mesh = batch_mesh("auto", batch)
     steps = {
         "lagnet": lagnet_step_on(mesh),
         "lagnet, 1 device": lagnet_step_on(None),
-        "hand-written scan": scan_step,
+        "hand-written scan": make(scan_loss),
         # The scan's batch split over the same devices, partitioned by jit (GSPMD) as one would write it.
-        f"hand-written scan, {CORES} devices": lambda p, o, a: scan_step(
-            p, o, shard_batch(a, mesh)
-        ),
+        f"hand-written scan, {CORES} devices": make(scan_loss, lambda a: shard_batch(a, mesh)),
         "diffrax": make(diffrax_loss),
     }
     losses = {"hand-written scan": scan_loss, "diffrax": diffrax_loss}
@@ -192,14 +198,19 @@ def main():
     p = parser(__doc__)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--horizon", type=int, default=30)
+    p.add_argument("--steps", type=int, default=10, help="training steps (batches) per timed call")
     args = p.parse_args()
-    args.repeats = args.repeats if args.repeats != 5 else 20
+    args.repeats = args.repeats if args.repeats != 5 else 10
     if args.quick:
         args.repeats = 5
     load_before = load()
     model = make_model(jnp.float32)
-    data, arrays = make_data(args.batch, args.horizon)
-    params, opt_state, steps, losses = jax_steps(model, data, args.horizon)
+    data, stacked = make_data(args.batch, args.horizon, args.steps)
+    batches = [
+        tuple(a[k * args.batch : (k + 1) * args.batch] for a in stacked) for k in range(args.steps)
+    ]
+    arrays = batches[0]
+    params, opt_state, steps, losses = jax_steps(model, data, args.horizon, args.batch)
 
     # Cross-check loss and gradient at the initial weights (lagnet's unit-weight StateLoss is the sum over
     # coordinates; the hand-written loss is the same sum).
@@ -226,7 +237,7 @@ def main():
 
         def call(name=name, step=step):
             # Every repeat steps from the initial weights, so each does identical work.
-            return block(step(*state[name], arrays))
+            return block(step(*state[name], batches))
 
         calls[name] = call
     compile_s, stepped = {}, {}
@@ -251,7 +262,7 @@ def main():
     if torch_mods is not None:
         torch, torchdiffeq = torch_mods
         step, loss_fn, layers = torch_step_fn(torch, torchdiffeq, model, args.horizon)
-        t_arrays = [torch.from_numpy(np.array(a)) for a in arrays]
+        t_batches = [[torch.from_numpy(np.array(a)) for a in b] for b in batches]
         value = loss_fn(*[torch.from_numpy(np.array(a)) for a in const])
         value.backward()
         t_grads = [x.grad.numpy().copy() for layer in layers for x in layer]
@@ -266,17 +277,19 @@ def main():
             "grad": max(max_abs_diff(a, b) for a, b in zip(j_grads, t_grads, strict=True)),
         }
         # torch's intra-op threads spin against the rest of the machine on small ops: use the faster setting.
+        # Three interleaved trials of every thread count, the best of each (a noisy machine).
         best = {}
-        for threads in sorted({1, os.cpu_count() or 1}):
-            torch.set_num_threads(threads)
-            step(*t_arrays)
-            t = time.perf_counter()
-            for _ in range(3):
-                step(*t_arrays)
-            best[threads] = time.perf_counter() - t
+        for _ in range(3):
+            for threads in sorted({1, os.cpu_count() or 1}):
+                torch.set_num_threads(threads)
+                step(*t_batches[0])
+                t = time.perf_counter()
+                for b in t_batches[:5]:
+                    step(*b)
+                best[threads] = min(best.get(threads, np.inf), time.perf_counter() - t)
         torch_threads = min(best, key=best.get)
         torch.set_num_threads(torch_threads)
-        calls["torchdiffeq"] = lambda: step(*t_arrays)
+        calls["torchdiffeq"] = lambda: [step(*b) for b in t_batches]
 
     scale = max(float(np.max(np.abs(x))) for x in jax.tree.leaves(ref_grad))
     rel = {k: v["grad"] / scale for k, v in checks.items() if "grad" in v}
@@ -285,13 +298,14 @@ def main():
         raise SystemExit(f"cross-check failed: {failed}: {checks}")
 
     median, all_times = time_interleaved(calls, args.repeats)
-    results = versus_scan(median, compile_s, "ms_per_step", lambda s: 1e3 * s)
+    results = versus_scan(median, compile_s, "ms_per_step", lambda s: 1e3 * s / args.steps)
     write(
         args.json,
         "train_step",
         {
             "batch": args.batch,
             "horizon": args.horizon,
+            "steps_per_call": args.steps,
             "dtype": "float32",
             "repeats": args.repeats,
             "load_before": load_before,

@@ -10,6 +10,7 @@ from . import evaluate as evaluate
 from . import integrators as integrators
 from . import models as models
 from . import oscillators as oscillators
+from . import parallel as parallel
 from . import systems as systems
 from . import train as train
 from .config import ConfigError as ConfigError

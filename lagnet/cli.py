@@ -2,7 +2,6 @@
 
 import argparse
 import importlib
-import os
 import sys
 
 # Each module defines `register(subparsers)` that adds its subcommand(s).
@@ -37,36 +36,16 @@ def _version() -> str:
     return f"lagnet {__version__}"
 
 
-def _compilation_cache() -> None:
-    """Keep compiled programs on disk, so a rerun of the same config skips XLA's compilation (the default
-    config's first epoch: 4.9 s compiling, 1.2 s from the cache). `LAGNET_COMPILATION_CACHE` names the folder
-    (default: $XDG_CACHE_HOME/lagnet/xla or ~/.cache/lagnet/xla), or `off`."""
-    import jax
-
-    path = os.environ.get("LAGNET_COMPILATION_CACHE")
-    if path == "off":
-        return
-    if path is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        path = os.path.join(base, "lagnet", "xla")
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update(
-        "jax_persistent_cache_min_compile_time_secs", 0.5
-    )  # only what is worth the disk
-    jax.config.update(
-        "jax_compilation_cache_max_size", 2**30
-    )  # least recently used entries go first
-
-
 def _start_jax(args) -> None:
     """Before the first computation: join a multi-process run if asked, use every CPU core as a device
     (`lagnet.parallel.use_cpu_cores`; `LAGNET_CPU_DEVICES=1` for one), and turn on the compilation cache."""
     from . import parallel
+    from .compilation_cache import use_compilation_cache
 
     if getattr(args, "distributed", False) or getattr(args, "coordinator", None):
         parallel.initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     parallel.use_cpu_cores()
-    _compilation_cache()
+    use_compilation_cache()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,7 +88,8 @@ SCHEMA: dict[str, Any] = {
     "devices": Field(
         "auto",
         (str, int),
-        "data-parallel training over this many local devices, or auto (all that divide the batch size)",
+        "data-parallel training over this many devices (every process's in a multi-process run), "
+        "or auto (all, or the most that divide the batch size)",
         lambda x: (
             None if x == "auto" or (isinstance(x, int) and x >= 1) else "must be auto or >= 1"
         ),

@@ -35,7 +35,8 @@ def cpu_cores() -> int:
 def use_cpu_cores(n: int | None = None) -> int:
     """Expose `n` CPU cores (default: all usable, see `cpu_cores`) as `n` JAX CPU devices; return the count set.
 
-    Must run before JAX creates its CPU backend, i.e. before the first computation. An explicit
+    Must run before JAX creates its CPU backend, i.e. before the first computation; after it, an explicit `n`
+    that differs from the running count is an error and the default keeps the running count. An explicit
     `--xla_force_host_platform_device_count` in `XLA_FLAGS`, or `LAGNET_CPU_DEVICES=k` in the environment, wins
     over `n`. Other backends (GPU, TPU) are unaffected; the CPU devices are then extra and unused by default.
     """
@@ -46,14 +47,15 @@ def use_cpu_cores(n: int | None = None) -> int:
         if not env.isdigit() or int(env) < 1:
             raise ValueError(f"LAGNET_CPU_DEVICES must be a positive integer, got {env!r}")
         n = int(env)
-    n = cpu_cores() if n is None else int(n)
+    asked = n is not None
+    n = int(n) if asked else cpu_cores()
     if n < 1:
         raise ValueError(f"use_cpu_cores: n must be >= 1, got {n}")
     from jax._src import xla_bridge  # no public query for "has a backend been created yet"
 
     if xla_bridge.backends_are_initialized():
         have = jax.local_device_count("cpu")
-        if have != n:
+        if asked and have != n:
             raise RuntimeError(
                 f"use_cpu_cores({n}): JAX already runs with {have} CPU device(s); call it before the first "
                 "JAX computation, or set LAGNET_CPU_DEVICES / XLA_FLAGS before starting Python"

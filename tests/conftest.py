@@ -1,3 +1,5 @@
+import os
+
 import jax
 import pytest
 from hypothesis import settings
@@ -7,6 +9,9 @@ from hypothesis import settings
 settings.register_profile("lagnet", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
 settings.load_profile("lagnet")
+
+# The CLI, called in-process by tests, would otherwise store compiled programs in ~/.cache for the whole session.
+os.environ.setdefault("LAGNET_COMPILATION_CACHE", "off")
 
 # Accuracy is asserted throughout the suite: run it in float64.
 jax.config.update("jax_enable_x64", True)

@@ -114,3 +114,28 @@ def test_environment_overrides():
     bad = python(code, LAGNET_CPU_DEVICES="two")
     assert bad.returncode != 0
     assert "LAGNET_CPU_DEVICES must be a positive integer, got 'two'" in bad.stderr
+
+
+def test_compilation_cache_is_reused(tmp_path):
+    """A second process finds the first one's compiled program in the cache folder and compiles nothing."""
+    code = f"""
+import time
+from lagnet.compilation_cache import use_compilation_cache
+use_compilation_cache({str(tmp_path / "xla")!r})
+import jax, jax.numpy as jnp
+from jax._src import monitoring
+hits = []
+monitoring.register_event_listener(lambda name, **kw: hits.append(name) if "cache_hits" in name else None)
+f = jax.jit(lambda x: jax.lax.fori_loop(0, 50, lambda i, y: jnp.tanh(y @ y.T) @ y, x))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+f(jnp.ones((64, 64))).block_until_ready()
+print(len(hits))
+"""
+    first = python(code)
+    second = python(code)
+    assert first.returncode == 0 and second.returncode == 0, (
+        first.stderr[-2000:] + second.stderr[-2000:]
+    )
+    assert first.stdout.split()[-1] == "0"
+    assert int(second.stdout.split()[-1]) >= 1
+    assert any((tmp_path / "xla").iterdir())

@@ -1,7 +1,8 @@
 """The achievable peak of this machine: float32 matmul FLOP/s in XLA, large and at the benchmark model's shape.
 
 The large square matmul (n = 2048 by default) is the hardware bound the tables quote; the (batch × 64) @ (64 × 64)
-matmul of the benchmark MLP shows what a matmul of that small inner size reaches on its own.
+matmul of the benchmark MLP shows what a matmul of that small inner size reaches on its own, in float32 and in
+bfloat16 (whether mixed precision could pay on this CPU).
 
     .venv/bin/python benchmarks/peak.py [--n 2048] [--repeats 5] [--json out.json]
 """
@@ -33,11 +34,17 @@ def main():
     def small(x, w):
         return jax.lax.fori_loop(0, reps, lambda i, y: (y @ w) * 0.125, x)
 
-    calls = {"square": lambda: block(square(a, b)), "mlp-shaped": lambda: block(small(x, w))}
+    xb, wb = x.astype(jnp.bfloat16), w.astype(jnp.bfloat16)
+    calls = {
+        "square": lambda: block(square(a, b)),
+        "mlp-shaped": lambda: block(small(x, w)),
+        "mlp-shaped bfloat16": lambda: block(small(xb, wb)),
+    }
     for call in calls.values():
         call()
     median, times = time_interleaved(calls, args.repeats)
-    flops = {"square": 2 * args.n**3, "mlp-shaped": reps * 2 * args.batch * WIDTH * WIDTH}
+    mlp = reps * 2 * args.batch * WIDTH * WIDTH
+    flops = {"square": 2 * args.n**3, "mlp-shaped": mlp, "mlp-shaped bfloat16": mlp}
     write(
         args.json,
         "peak",

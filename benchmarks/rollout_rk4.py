@@ -44,6 +44,8 @@ from _common import (  # noqa: E402
 
 from lagnet.parallel import batch_mesh, shard_batch  # noqa: E402
 
+PEAK, PEAK_N = "float32 matmul peak", 2048
+
 
 def jax_implementations(steps: int):
     import diffrax
@@ -263,7 +265,13 @@ def main():
     if failed:
         raise SystemExit(f"cross-check failed: {failed}: {checks}")
 
+    # The hardware bound, timed in the same interleaved rounds: the machine's speed drifts between runs.
+    square = jax.jit(lambda a: a @ a)
+    big = jnp.asarray(np.random.default_rng(0).normal(size=(PEAK_N, PEAK_N)), jnp.float32)
+    calls[PEAK] = lambda: block(square(big))
+    calls[PEAK]()
     median, all_times = time_interleaved(calls, args.repeats)
+    peak_gflops = 2 * PEAK_N**3 / median.pop(PEAK) / 1e9
     work = args.batch * args.steps
     results = versus_scan(median, compile_s, "sample_steps_per_s", lambda s: work / s)
     write(
@@ -278,6 +286,7 @@ def main():
             "load_after": load(),
             "torch_threads": torch_threads,
             "flops_per_sample_step": 4 * mlp_flops_per_eval(),
+            "peak_gflops": peak_gflops,
             "max_abs_difference": checks,
             "max_abs_difference_full_length": full_length,
             "results": results,

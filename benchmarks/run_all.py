@@ -114,15 +114,18 @@ def report(recs: dict, command: str) -> str:
             f"{r.get('torch_threads')})",
             "",
         ]
+        if r.get("peak_gflops"):
+            lines += [
+                f"Fractions of the float32 2048² matmul at {r['peak_gflops']:.0f} GFLOP/s, timed in the same "
+                "interleaved rounds.",
+                "",
+            ]
         rows = []
         for name, v in res.items():
             frac = None
-            if peak:
-                frac = (
-                    v["sample_steps_per_s"]
-                    * r["flops_per_sample_step"]
-                    / (peak["peak_gflops"] * 1e9)
-                )
+            bound = r.get("peak_gflops") or (peak and peak["peak_gflops"])  # same run, else peak.py
+            if bound:
+                frac = v["sample_steps_per_s"] * r["flops_per_sample_step"] / (bound * 1e9)
             check = r["max_abs_difference"].get(name)
             if check is None:
                 check = next(
@@ -149,8 +152,7 @@ def report(recs: dict, command: str) -> str:
         measured["rollout_compile_s"] = res["lagnet"]["compile_s"]
         if "torchdiffeq" in res:
             measured["rollout_vs_torch"] = res["torchdiffeq"]["seconds"] / res["lagnet"]["seconds"]
-        if peak:
-            measured["peak_fraction"] = rows[0][3]
+        measured["peak_fraction"] = rows[0][3]
     if "rollout_other" in recs:
         r = recs["rollout_other"]
         lines += [
@@ -185,11 +187,20 @@ def report(recs: dict, command: str) -> str:
                 v["ms_per_step"],
                 v["vs_scan"],
                 v["compile_s"],
-                r["cross_check"].get(n, {}).get("grad"),
+                r["cross_check"].get(n, {}).get("grad", r["cross_check"].get(n, {}).get("params")),
             ]
             for n, v in res.items()
         ]
-        lines += table(["implementation", "ms / step", "× scan", "compile s", "max |Δ grad|"], rows)
+        lines += table(
+            [
+                "implementation",
+                "ms / step",
+                "× scan",
+                "compile s",
+                "max |Δ grad| (split: |Δ params|, 10 steps)",
+            ],
+            rows,
+        )
         measured["train_vs_scan"] = res["lagnet"]["vs_scan"]
         if "lagnet, 1 device" in res:
             measured["  train_vs_scan, both on 1 device"] = res["lagnet, 1 device"]["vs_scan"]
@@ -260,7 +271,9 @@ def report(recs: dict, command: str) -> str:
     if peak:
         lines += [
             f"## Hardware bound: float32 matmul {peak['n']}² at {peak['peak_gflops']:.0f} GFLOP/s; the MLP's "
-            f"(batch × 64) @ (64 × 64) at {peak['results']['mlp-shaped']['gflops']:.0f} GFLOP/s. The model's "
+            f"(batch × 64) @ (64 × 64) at {peak['results']['mlp-shaped']['gflops']:.0f} GFLOP/s in float32, "
+            f"{peak['results'].get('mlp-shaped bfloat16', {}).get('gflops', float('nan')):.0f} GFLOP/s in "
+            "bfloat16. The model's "
             "matmul work is 4 × 2 × (5·64 + 64·64 + 64·2) = 36,352 FLOPs per sample-step.",
             "",
         ]

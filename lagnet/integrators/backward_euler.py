@@ -40,18 +40,8 @@ class BackwardEuler(AbstractIntegrator):
         )
         return q_pred + dt**2 * a1, qd + dt * a1, a1, StepInfo(converged=converged, error=error)
 
-    @property
-    def order(self) -> int:
-        return 1
-
-    @property
-    def explicit(self) -> bool:
-        return False
-
-    @property
-    def symplectic(self) -> bool:
-        return False
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 1
+    explicit = False
+    symplectic = False
+    symmetric = False

@@ -42,7 +42,8 @@ class AbstractIntegrator(eqx.Module):
     the next one. Functions take one sample; batch with `jax.vmap` outside. Negative `dt` steps backwards in time.
 
     The properties `order`, `explicit`, `symplectic`, `symmetric` describe the method on a conservative system with
-    q-only forces, q̈ = −M⁻¹∇V(q); each class's docstring says what changes with velocity-dependent forces.
+    q-only forces, q̈ = −M⁻¹∇V(q); each class's docstring says what changes with velocity-dependent forces. A class
+    whose values do not depend on its fields sets them as plain class attributes (`order = 2`).
     """
 
     @abc.abstractmethod

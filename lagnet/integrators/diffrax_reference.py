@@ -67,10 +67,6 @@ class DiffraxReference(AbstractIntegrator):
     def explicit(self) -> bool:
         return not isinstance(self.solver, diffrax.AbstractImplicitSolver)
 
-    @property
-    def symplectic(self) -> bool:
-        return False
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    symplectic = False
+    symmetric = False

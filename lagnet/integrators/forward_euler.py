@@ -18,18 +18,8 @@ class ForwardEuler(AbstractIntegrator):
         a = model.acceleration(q, qd, u)
         return q + dt * qd, qd + dt * a, None, explicit_info(q.dtype)
 
-    @property
-    def order(self) -> int:
-        return 1
-
-    @property
-    def explicit(self) -> bool:
-        return True
-
-    @property
-    def symplectic(self) -> bool:
-        return False
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 1
+    explicit = True
+    symplectic = False
+    symmetric = False

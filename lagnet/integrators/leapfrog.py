@@ -73,18 +73,8 @@ class Leapfrog(AbstractIntegrator):
             info = StepInfo(converged=converged, error=error)
         return q1, qd_half + half * a1, (a1, u), info
 
-    @property
-    def order(self) -> int:
-        return 2
-
-    @property
-    def explicit(self) -> bool:
-        return True
-
-    @property
-    def symplectic(self) -> bool:
-        return True
-
-    @property
-    def symmetric(self) -> bool:
-        return True
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 2
+    explicit = True
+    symplectic = True
+    symmetric = True

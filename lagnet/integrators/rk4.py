@@ -31,18 +31,8 @@ class RK4(AbstractIntegrator):
         qd1 = qd + sixth * (a1 + 2 * a2 + 2 * a3 + a4)
         return q1, qd1, None, explicit_info(q.dtype)
 
-    @property
-    def order(self) -> int:
-        return 4
-
-    @property
-    def explicit(self) -> bool:
-        return True
-
-    @property
-    def symplectic(self) -> bool:
-        return False
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 4
+    explicit = True
+    symplectic = False
+    symmetric = False

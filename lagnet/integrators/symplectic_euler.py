@@ -20,18 +20,8 @@ class SymplecticEuler(AbstractIntegrator):
         qd1 = qd + dt * model.acceleration(q, qd, u)
         return q + dt * qd1, qd1, None, explicit_info(q.dtype)
 
-    @property
-    def order(self) -> int:
-        return 1
-
-    @property
-    def explicit(self) -> bool:
-        return True
-
-    @property
-    def symplectic(self) -> bool:
-        return True
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 1
+    explicit = True
+    symplectic = True
+    symmetric = False

@@ -126,18 +126,8 @@ class Variational(AbstractIntegrator):
         qd1 = jnp.linalg.solve(model.mass_matrix(q1), p1).astype(q.dtype)
         return q1, qd1, None, StepInfo(converged=converged, error=error)
 
-    @property
-    def order(self) -> int:
-        return 2
-
-    @property
-    def explicit(self) -> bool:
-        return False
-
-    @property
-    def symplectic(self) -> bool:
-        return True
-
-    @property
-    def symmetric(self) -> bool:
-        return True
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 2
+    explicit = False
+    symplectic = True
+    symmetric = True

@@ -86,21 +86,11 @@ class CentredImplicit(AbstractIntegrator):
         qd1 = 2.0 * sol.v - qd
         return q + dt * qd1, qd1, sol.v, StepInfo(converged=sol.converged, error=sol.error)
 
-    @property
-    def order(self) -> int:
-        return 2
-
-    @property
-    def explicit(self) -> bool:
-        return False
-
-    @property
-    def symplectic(self) -> bool:
-        return True
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 2
+    explicit = False
+    symplectic = True
+    symmetric = False
 
 
 def centred_velocities(qds: Float[Array, "steps+1 n"]) -> Float[Array, "steps n"]:

@@ -56,18 +56,8 @@ class LinearlyImplicitEuler(AbstractIntegrator):
         info = StepInfo(converged=converged, error=residual.astype(q.dtype))
         return q + dt * qd1, qd1, None, info
 
-    @property
-    def order(self) -> int:
-        return 1
-
-    @property
-    def explicit(self) -> bool:
-        return False
-
-    @property
-    def symplectic(self) -> bool:
-        return False
-
-    @property
-    def symmetric(self) -> bool:
-        return False
+    # The method's properties (see AbstractIntegrator), constant for this class.
+    order = 1
+    explicit = False
+    symplectic = False
+    symmetric = False

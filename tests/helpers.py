@@ -16,6 +16,15 @@ def damped(system, damping):
     return PINODE(system, friction=Friction(jnp.zeros(system.n_dof), jnp.asarray(damping)))
 
 
+# The columns `write_pendulum_csv` writes, as a config's `data.mapping`.
+PENDULUM_MAPPING = {
+    "time": "t",
+    "positions": ["theta"],
+    "velocities": ["theta_dot"],
+    "inputs": ["torque"],
+}
+
+
 def write_pendulum_csv(
     path, *, steps, hold, seed=0, scale=0.8, friction=(0.05, 0.1), theta0=1.0, dt=0.05, substeps=5
 ):

@@ -5,6 +5,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import PENDULUM_MAPPING
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,12 +93,7 @@ def test_random_csv_files_load_or_raise_a_named_error(tmp_path_factory, rows, co
         f.write(",".join(cols) + "\n")
         for r in range(rows):
             f.write(",".join(str(cells[(r * 5 + c) % 30]) for c in range(len(cols))) + "\n")
-    mapping = {
-        "time": "t",
-        "positions": ["theta"],
-        "velocities": ["theta_dot"],
-        "inputs": ["torque"],
-    }
+    mapping = dict(PENDULUM_MAPPING)
     try:
         load_trajectories(path, mapping)
     except LAGNET_ERRORS as e:
@@ -141,12 +137,7 @@ BAD_FILES = [
 def test_bad_files_name_file_column_and_row(tmp_path, text, message):
     path = tmp_path / "bad.csv"
     path.write_text(text)
-    mapping = {
-        "time": "t",
-        "positions": ["theta"],
-        "velocities": ["theta_dot"],
-        "inputs": ["torque"],
-    }
+    mapping = dict(PENDULUM_MAPPING)
     with pytest.raises(ValueError, match=message) as info:
         load_trajectories(path, mapping)
     assert "bad.csv" in str(info.value)

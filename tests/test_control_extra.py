@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import write_pendulum_csv
+from helpers import PENDULUM_MAPPING, write_pendulum_csv
 
 from lagnet.config import validate
 from lagnet.control import Dynamics, closed_loop_stable, dlqr, find_equilibrium, linearise, load
@@ -41,12 +41,7 @@ def tiny_config(path, input_history):
             "data": {
                 "train": [path],
                 "test": [path],
-                "mapping": {
-                    "time": "t",
-                    "positions": ["theta"],
-                    "velocities": ["theta_dot"],
-                    "inputs": ["torque"],
-                },
+                "mapping": dict(PENDULUM_MAPPING),
             },
             "training": {"epochs": 1, "batch_size": 32, "horizon": 3, "patience": 5},
             "evaluation": {"windows": 10, "horizon": 5, "long_horizon": 10},

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
-from helpers import write_pendulum_csv
+from helpers import PENDULUM_MAPPING, write_pendulum_csv
 
 from lagnet.config import validate
 from lagnet.train import load_model, train
@@ -33,12 +33,7 @@ def config_dict(data, **training):
         "model": {"type": "pinode", "width": 8, "zero_init": False},
         "data": {
             "train": [data],
-            "mapping": {
-                "time": "t",
-                "positions": ["theta"],
-                "velocities": ["theta_dot"],
-                "inputs": ["torque"],
-            },
+            "mapping": dict(PENDULUM_MAPPING),
         },
         "training": {"batch_size": 16, "horizon": 2, "patience": 1000, **training},
     }

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
-from helpers import write_pendulum_csv
+from helpers import PENDULUM_MAPPING, write_pendulum_csv
 
 from lagnet.config import ConfigError, load_config, validate
 from lagnet.integrators import RK4
@@ -39,12 +39,7 @@ def config_for(path, **model):
             "data": {
                 "train": [path],
                 "test": [path],
-                "mapping": {
-                    "time": "t",
-                    "positions": ["theta"],
-                    "velocities": ["theta_dot"],
-                    "inputs": ["torque"],
-                },
+                "mapping": dict(PENDULUM_MAPPING),
             },
             "training": {
                 "epochs": 4,

@@ -120,25 +120,18 @@ def sharded_value_and_grad(loss: Callable, mesh: Mesh | None) -> Callable:
     if mesh is None:
         return value_and_grad
 
-    def local(params, shared, batch):
-        return jax.lax.pmean(value_and_grad(params, shared, batch), "batch")
-
     replicated, split = PartitionSpec(), PartitionSpec("batch")
 
     def parallel(params, shared, batch):
         arrays, rest = eqx.partition((params, shared), eqx.is_array)
 
-        def inner(arrays, batch):
-            p, s = eqx.combine(arrays, rest)
-            return local(p, s, batch)
+        def local(arrays, batch):
+            params, shared = eqx.combine(arrays, rest)
+            return jax.lax.pmean(value_and_grad(params, shared, batch), "batch")
 
         # check_vma off: eqx.error_if's cond inside a rollout mixes replicated and per-device values.
         return jax.shard_map(
-            inner,
-            mesh=mesh,
-            in_specs=(replicated, split),
-            out_specs=replicated,
-            check_vma=False,
+            local, mesh=mesh, in_specs=(replicated, split), out_specs=replicated, check_vma=False
         )(arrays, batch)
 
     return parallel

@@ -1,6 +1,6 @@
 """Run every benchmark (each a separate script, run alone with the same flags) and write benchmarks/RESULTS.md.
 
-    .venv/bin/python benchmarks/run_all.py            # everything, about 10–15 minutes on 2 CPU cores
+    .venv/bin/python benchmarks/run_all.py            # everything, about 5 minutes on 2 CPU cores
     .venv/bin/python benchmarks/run_all.py --quick    # small sizes, a smoke run of a few minutes
     .venv/bin/python benchmarks/run_all.py --only rollout_rk4 train_step --no-torch
 

@@ -1,6 +1,6 @@
 """Wall time of the paper's cart-pole config (configs/cartpole_pinode.yaml) to its target accuracy.
 
-Trains the config as shipped (`lagnet.train.loop.train`) into a temporary run directory, then evaluates it
+Trains the config as shipped (`lagnet.run.training.train_run`) into a temporary run directory, then evaluates it
 (`lagnet.evaluate.run.evaluate_run`, 30-step windows of the test data). The target is to beat the pure ODE
 model's mean window errors (x, φ, ẋ, φ̇) = (0.033 m, 0.100 rad, 0.158 m/s, 0.569 rad/s) by 2× on every state.
 Reported: the training wall time (including compilation), the first epoch (mostly compilation), the errors, and
@@ -27,13 +27,13 @@ def main():
     args = p.parse_args()
     from lagnet import config as lagnet_config
     from lagnet.evaluate.run import evaluate_run
-    from lagnet.train.loop import train
+    from lagnet.run.training import train_run as train
 
     config = lagnet_config.load_config(args.config)
     if args.quick and args.epochs is None:
         args.epochs = 3
     if args.epochs is not None:
-        config["training"]["epochs"] = args.epochs
+        config = config.replace(training={"epochs": args.epochs})
     load_before = load()
     with tempfile.TemporaryDirectory() as run_dir:
         t = time.perf_counter()

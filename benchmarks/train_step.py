@@ -3,7 +3,7 @@
 The model and weights are the rollout benchmark's (benchmarks/_common.py); the windows are cut from one recorded
 trajectory of the known cart-pole, and the loss is lagnet's `StateLoss` (squared errors, 2 − 2 cos for φ).
 Compared, in one run and interleaved:
-- lagnet: `lagnet.train.loop.make_epoch_fn` on an epoch of exactly one mini-batch (the real training path:
+- lagnet: `lagnet.train.fit.make_epoch_fn` on an epoch of exactly one mini-batch (the real training path:
   window gather, value-and-grad through `lagnet.rollout`, optax Adam, the non-finite-step guard);
 - a hand-written `lax.scan` RK4 loss with `jax.value_and_grad` and optax Adam;
 - diffrax `diffeqsolve` (fixed step, its default `RecursiveCheckpointAdjoint`);
@@ -83,7 +83,7 @@ def jax_steps(model, data, horizon: int, batch: int):
     import diffrax
 
     from lagnet.integrators import RK4
-    from lagnet.train.loop import make_epoch_fn
+    from lagnet.train.fit import make_epoch_fn
     from lagnet.train.loss import StateLoss
 
     params, static = eqx.partition(model, eqx.is_inexact_array)

@@ -1,63 +1,61 @@
-"""Shared by the learn_* experiments: one-step training windows and an Adam loop on `batch_loss`."""
+"""Shared by the learn_* experiments: one-step training windows, trained with `lagnet.fit`."""
 
-import equinox as eqx
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lagnet.train.loss import batch_loss
+import lagnet
+from lagnet.data import WindowDataset
 
 
 def one_step_windows(qs, qds, us, dt, keep=slice(None)):
-    """The windows (q0, q̇0, u, dt, q1, q̇1) of `batch_loss`, one per step k of a trajectory (or per k in `keep`).
-
-    Shapes (k, n), (k, n), (k, 1, m), (k, 1), (k, 1, n), (k, 1, n) for a run qs, qds (steps + 1, n) under
-    inputs us (steps, m) at a fixed step dt.
-    """
-    windows = (
-        qs[:-1],
-        qds[:-1],
-        us[:, None, :],
-        jnp.full((us.shape[0], 1), dt),
-        qs[1:, None],
-        qds[1:, None],
+    """The one-step windows (q_k, q̇_k) → (q_{k+1}, q̇_{k+1}) of a run qs, qds (steps + 1, n) under inputs us
+    (steps, m) at a fixed step dt, one per step k (or per k in `keep`)."""
+    steps, n = us.shape[0], qs.shape[1]
+    return WindowDataset(
+        q=jnp.asarray(qs),
+        qd=jnp.asarray(qds),
+        u=jnp.concatenate([jnp.asarray(us), jnp.zeros((1, us.shape[1]), us.dtype)]),
+        dt=jnp.concatenate([jnp.full((steps,), dt), jnp.zeros(1)]),
+        starts=jnp.arange(steps)[keep],
+        k=1,
+        angles=(False,) * n,
     )
-    return tuple(w[keep] for w in windows)
 
 
 def concatenate_windows(runs):
-    """One batch of windows from the windows of several runs."""
-    return tuple(jnp.concatenate(parts) for parts in zip(*runs, strict=True))
+    """One set of windows from the windows of several runs (their rows stacked, starts shifted)."""
+    offsets = np.cumsum([0] + [r.q.shape[0] for r in runs[:-1]])
+    return WindowDataset(
+        q=jnp.concatenate([r.q for r in runs]),
+        qd=jnp.concatenate([r.qd for r in runs]),
+        u=jnp.concatenate([r.u for r in runs]),
+        dt=jnp.concatenate([r.dt for r in runs]),
+        starts=jnp.concatenate([r.starts + o for r, o in zip(runs, offsets, strict=True)]),
+        k=1,
+        angles=runs[0].angles,
+    )
 
 
-def train(model, integrator, loss, batch, *, steps, lr, decay, batch_size=None, key=None):
-    """Adam on `batch_loss` with a cosine decay of the rate from `lr` to `decay` · lr over `steps` steps.
+def train(model, integrator, loss, windows, *, steps, lr, decay, batch_size=None, key=None):
+    """`lagnet.fit` with Adam and a cosine decay of the rate from `lr` to `decay` · lr over `steps` steps.
 
-    Full-batch by default; with `batch_size`, each step draws that many windows without replacement (from
-    `key` folded with the step). Only `model.trainable()` is updated. Returns the model and the loss history.
+    Full-batch by default (one step per epoch); with `batch_size`, shuffled mini-batches. Only
+    `model.trainable()` is updated. Returns the model after the last step and the loss per epoch.
     """
-    params, static = eqx.partition(model, model.trainable())
-    optimiser = optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=decay))
-    opt_state = optimiser.init(params)
-    n = batch[0].shape[0]
-
-    @eqx.filter_jit
-    def update(params, opt_state, idx):
-        sub = batch if idx is None else tuple(x[idx] for x in batch)
-
-        def f(p):
-            return batch_loss(eqx.combine(p, static), integrator, loss, sub)
-
-        value, grads = eqx.filter_value_and_grad(f)(params)
-        updates, opt_state = optimiser.update(grads, opt_state, params)
-        return eqx.apply_updates(params, updates), opt_state, value
-
-    history = []
-    for i in range(steps):
-        idx = None
-        if batch_size is not None:
-            idx = jax.random.choice(jax.random.fold_in(key, i), n, (batch_size,), replace=False)
-        params, opt_state, value = update(params, opt_state, idx)
-        history.append(float(value))
-    return eqx.combine(params, static), np.array(history)
+    size = len(windows) if batch_size is None else batch_size
+    epochs = math.ceil(steps / max(len(windows) // size, 1))
+    result = lagnet.fit(
+        model,
+        integrator,
+        windows,
+        loss=loss,
+        optimizer=optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=decay)),
+        epochs=epochs,
+        batch_size=size,
+        key=jax.random.key(0) if key is None else key,
+    )
+    return result.last_model, np.array([r["train_loss"] for r in result.history])

@@ -20,6 +20,7 @@ import json
 import os
 import time
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import matplotlib
@@ -28,7 +29,6 @@ import scipy.linalg
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from _closed_loop import closed_loop, wrap  # noqa: E402
 
 from lagnet.config import load_config  # noqa: E402
 from lagnet.control import (  # noqa: E402
@@ -41,9 +41,10 @@ from lagnet.control import (  # noqa: E402
     lqr,
     trim,
 )
-from lagnet.data.rigs import CartPoleRig, simulate  # noqa: E402
+from lagnet.data.angles import wrap  # noqa: E402
 from lagnet.integrators import RK4  # noqa: E402
-from lagnet.train import train  # noqa: E402
+from lagnet.run.training import train_run as train  # noqa: E402
+from lagnet.simulate import CartPoleRig, closed_loop  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -170,7 +171,7 @@ def design(dyn: Dynamics, own_trim: bool = False) -> dict:
 def lqr_controller(k, x_eq, u_eq):
     """u = u* − K (z − z*) with z = (x, the last H_MAX commands); the memory holds those commands."""
 
-    def controller(x, past):
+    def controller(x, past, _):
         dx = (x - x_eq).at[1].set(wrap(x[1] - x_eq[1]))
         dz = jnp.concatenate([dx, past - jnp.tile(u_eq, H_MAX)])
         # The controller knows the drive's limit: the command stays within it.
@@ -193,10 +194,18 @@ def run_all(rig, designs, samples):
         # Before the loop starts the drive has been sent the trim input.
         past = jnp.tile(u_eq, H_MAX)
         controller = lqr_controller(k, x_eq, u_eq)
-        xs, us, _ = closed_loop(
-            plant, actuator, controller, past, x0, samples=samples, dt=rig.dt, substeps=rig.substeps
+        sol = closed_loop(
+            plant,
+            actuator,
+            controller,
+            past,
+            x0,
+            samples=samples,
+            dt=rig.dt,
+            substeps=rig.substeps,
+            throw=False,  # a failed balance is scored, not raised
         )
-        return xs, us
+        return sol.xs, sol.us
 
     per_tilt = jax.vmap(one, in_axes=(None, None, None, 0))
     xs, us = jax.jit(jax.vmap(per_tilt, in_axes=(0, 0, 0, None)))(ks, x_eqs, u_eqs, x0s)
@@ -204,41 +213,34 @@ def run_all(rig, designs, samples):
 
 
 def check_against_simulate(rig, design, samples):
-    """The vmapped loop is `lagnet.data.rigs.simulate` (the data generator's own loop), to rounding: a
-    memoryless gain (no input history) in both."""
+    """The loop with a controller memory is the data generators' run (`lagnet.simulate.closed_loop` with a
+    memoryless hand and a schedule, jitted as `simulate_rig` calls it), to rounding: a memoryless gain in both."""
     k = jnp.asarray(design["gains"][("averaged", "discrete")])
     x_eq, u_eq = jnp.asarray(design["x_eq"]), jnp.asarray(design["u_eq"])
     past = jnp.tile(u_eq, H_MAX)
     ctrl = lqr_controller(k, x_eq, u_eq)
-    x0 = UPRIGHT + np.array([0.0, 0.2, 0.0, 0.0])
-    ref = simulate(
-        rig.plant(),
-        rig.actuator(),
-        lambda q, qd, s: ctrl(jnp.concatenate([q, qd]), past)[0],
-        jnp.zeros(samples),
-        x0[:2],
-        x0[2:],
-        dt=rig.dt,
-        substeps=rig.substeps,
-    )
-    xs, _, _ = closed_loop(
-        rig.plant(),
-        rig.actuator(),
-        lambda x, memory: (ctrl(x, past)[0], memory, None),
+    x0 = jnp.asarray(UPRIGHT + np.array([0.0, 0.2, 0.0, 0.0]))
+    plant, actuator = rig.plant(), rig.actuator()
+    ref = eqx.filter_jit(closed_loop)(
+        plant,
+        actuator,
+        lambda x, memory, s: (ctrl(x, past, s)[0], memory, None),
         None,
-        jnp.asarray(x0),
-        samples=samples,
+        x0,
+        jnp.zeros(samples),
         dt=rig.dt,
         substeps=rig.substeps,
     )
-    ref_x = np.concatenate([ref["q"], ref["qd"]], axis=1)
-    return float(np.max(np.abs(np.asarray(xs[:samples]) - ref_x)))
+    sol = closed_loop(
+        plant, actuator, ctrl, past, x0, samples=samples, dt=rig.dt, substeps=rig.substeps
+    )
+    return float(np.max(np.abs(np.asarray(sol.xs) - np.asarray(ref.xs))))
 
 
 def score(xs, us, dt):
     """Success flags and costs of closed-loop runs xs (..., T + 1, 4), us (..., T, 1)."""
     dx = xs - UPRIGHT
-    dx[..., 1] = np.mod(dx[..., 1] + np.pi, 2 * np.pi) - np.pi
+    dx[..., 1] = wrap(dx[..., 1])
     finite = np.all(np.isfinite(xs), axis=(-2, -1))
     dx = np.where(np.isfinite(dx), dx, 1e3)
     last = int(round(SETTLE_WINDOW / dt))
@@ -258,7 +260,7 @@ def plot(cases, xs, us, ok, dt, path, shown=("averaged", "discrete")):
         for j in range(len(TILTS)):
             style = dict(lw=0.9, ls="-" if ok[i, j] else ":")
             c = plt.cm.coolwarm(j / (len(TILTS) - 1))
-            axes[0, col].plot(t, np.mod(xs[i, j, :, 1], 2 * np.pi) - np.pi, color=c, **style)
+            axes[0, col].plot(t, wrap(xs[i, j, :, 1] - np.pi), color=c, **style)
             axes[1, col].plot(t, xs[i, j, :, 0], color=c, **style)
             axes[2, col].plot(t[:-1], us[i, j, :, 0], color=c, **style)
         axes[0, col].set_title(f"{model}: {ok[i].sum()}/{len(TILTS)} balanced", fontsize=10)
@@ -316,7 +318,7 @@ def main():
         "loop_vs_simulate_max_abs_diff": gap,
         "models": {},
     }
-    print(f"\nclosed loop vs lagnet.data.rigs.simulate: max |Δx| = {gap:.2e}")
+    print(f"\nbatched closed loop vs the data generators' run: max |Δx| = {gap:.2e}")
     head = (
         f"{'model':<16} {'Jacobians':<9} {'Riccati':<11} {'balanced':>9} {'cost*':>7} {'cost':>7}"
     )

@@ -24,7 +24,7 @@ import matplotlib.ticker  # noqa: E402
 
 from lagnet.config import load_config  # noqa: E402
 from lagnet.evaluate.run import evaluate_run  # noqa: E402
-from lagnet.train import train  # noqa: E402
+from lagnet.run.training import train_run as train  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

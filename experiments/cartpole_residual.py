@@ -14,7 +14,6 @@ with its noise-free truth, to show the same residual without the sensor noise.
 Run:  .venv/bin/python experiments/cartpole_residual.py   → experiments/out/cartpole_residual.png
 """
 
-import dataclasses
 from pathlib import Path
 
 import jax
@@ -26,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import lagnet.data as ld  # noqa: E402
-from lagnet.data.rigs.cartpole import CartPoleRig  # noqa: E402
+from lagnet.simulate import rig_from_meta  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"
@@ -55,13 +54,6 @@ def binned(v, r, edges):
     return np.array(centres), np.array(means), np.array(errs)
 
 
-def rig_from_meta(meta) -> CartPoleRig:
-    fields = {f.name: f for f in dataclasses.fields(CartPoleRig)}
-    params = {k: tuple(v) if isinstance(v, list) else v for k, v in meta["params"].items()}
-    assert set(params) == set(fields), "the file's parameters do not match this CartPoleRig"
-    return CartPoleRig(**params)
-
-
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     (tr,) = ld.load_dataset("cartpole_train")
@@ -82,7 +74,7 @@ def main():
     mu_p = -np.sum(r_meas[:, 1] * v[:, 1]) / np.sum(v[:, 1] ** 2)
 
     # Truth: regenerate from the file's metadata, check it is the same recording, take exact accelerations.
-    rig = rig_from_meta(tr.meta)
+    rig = rig_from_meta(tr.meta, strict=True)  # raises if the file's parameters are not this rig's
     cols, _ = rig.record(
         tr.meta["duration_s"], seed=tr.meta["seed"], recording=tr.meta["recording"], truth=True
     )

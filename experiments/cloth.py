@@ -3,7 +3,7 @@ backward Euler with one Newton step and a matrix-free CG solve at 1/60 s (the le
 
 `lagnet.systems.cloth.Cloth` (12 × 12 nodes, structural + shear springs, two pinned corners, gravity, drag;
 m = 0.01, c = 0.002, K_s = 2000) rolled out to t = 0.6 s by `lagnet.rollout` with `SymplecticEuler` at
-h = 1/2000 and 1/400 and with `lagnet.oscillators.LinearlyImplicitEuler` at h = 1/60. A run "explodes" at the
+h = 1/2000 and 1/400 and with `lagnet.integrators.LinearlyImplicitEuler` at h = 1/60. A run "explodes" at the
 first step where a node leaves |x| ≤ 5 or turns non-finite (the lecture's test). Compute times exclude the one-off
 compilation (printed separately).
 
@@ -20,8 +20,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lagnet.integrators import SymplecticEuler  # noqa: E402
-from lagnet.oscillators import LinearlyImplicitEuler  # noqa: E402
+from lagnet.integrators import (
+    LinearlyImplicitEuler,  # noqa: E402
+    SymplecticEuler,  # noqa: E402
+)
 from lagnet.rollout import rollout_solution  # noqa: E402
 from lagnet.systems.cloth import Cloth  # noqa: E402
 

@@ -27,9 +27,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _learn import concatenate_windows, one_step_windows, train  # noqa: E402
 
+from lagnet.integrators import CentredImplicit, centred_velocities  # noqa: E402
 from lagnet.models import PINODE, StateFeatures  # noqa: E402
 from lagnet.models.passive import PassiveFriction  # noqa: E402
-from lagnet.oscillators import CentredImplicit, centred_velocities  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
 from lagnet.systems.bowed import BowedOscillator, SoftFriction  # noqa: E402
 from lagnet.train.loss import StateLoss  # noqa: E402
@@ -100,7 +100,7 @@ def main():
     true_phi = np.asarray(friction(jnp.asarray(grid)))
     curves = {n: np.asarray(jax.vmap(m.network.phi)(jnp.asarray(grid))) for n, m in models.items()}
     print(
-        f"bow friction: {batch[0].shape[0]} one-step windows from {len(SETTINGS)} runs; data η in "
+        f"bow friction: {len(batch)} one-step windows from {len(SETTINGS)} runs; data η in "
         f"[{lo:.2f}, {hi:.2f}] (99% range)"
     )
     print(

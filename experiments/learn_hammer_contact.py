@@ -108,7 +108,7 @@ def main():
     )
 
     print(
-        f"hammer contact law: {batch[0].shape[0]} one-step windows from {len(TRAIN_SPEEDS)} strikes; "
+        f"hammer contact law: {len(batch)} one-step windows from {len(TRAIN_SPEEDS)} strikes; "
         f"compressions up to {deltas.max():.2e}"
     )
     print(

@@ -23,10 +23,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lagnet.config import load_config  # noqa: E402
+from lagnet.config import build_integrator, load_config  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
+from lagnet.run.training import train_run as train  # noqa: E402
 from lagnet.systems import Pendulum  # noqa: E402
-from lagnet.train import build_integrator, train  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -53,12 +53,12 @@ def main(epochs=None):
         sets = [f"training.epochs={epochs}"] if epochs else []
         config = load_config(os.path.join(ROOT, "configs", file), sets)
         result = train(
-            config, os.path.join(ROOT, "runs", "learned_potential", config["name"]), progress=False
+            config, os.path.join(ROOT, "runs", "learned_potential", config.name), progress=False
         )
         de = energy_drift(result.model, build_integrator(config))
         curves[label] = de
         slope = np.polyfit(np.arange(de.size), de, 1)[0]
-        results[config["name"]] = {
+        results[config.name] = {
             "validation_loss": result.best_validation,
             "train_seconds": result.seconds,
             "max_abs_energy_error_first_300": float(np.abs(de[:300]).max()),
@@ -66,9 +66,9 @@ def main(epochs=None):
             "energy_error_at_end": float(de[-1]),
             "drift_per_1000_steps": float(slope * 1000),
         }
-        r = results[config["name"]]
+        r = results[config.name]
         print(
-            f"{config['name']:>28}: val loss {r['validation_loss']:.2e}; max|ΔH| first 300 steps "
+            f"{config.name:>28}: val loss {r['validation_loss']:.2e}; max|ΔH| first 300 steps "
             f"{r['max_abs_energy_error_first_300']:.2e}, last 300 {r['max_abs_energy_error_last_300']:.2e}; "
             f"drift {r['drift_per_1000_steps']:+.2e} per 1000 steps ({r['train_seconds']:.0f} s)"
         )

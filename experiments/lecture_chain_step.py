@@ -22,7 +22,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, report, save  # noqa: E402
 
-from lagnet.integrators import Leapfrog, Newmark  # noqa: E402
+from lagnet.integrators import (  # noqa: E402
+    Leapfrog,
+    Newmark,
+    analysis,  # noqa: E402
+)
 from lagnet.rollout import rollout_solution  # noqa: E402
 from lagnet.systems import MassSpringChain  # noqa: E402
 
@@ -36,10 +40,8 @@ def rope(n: int) -> MassSpringChain:
 
 
 def k_max(chain: MassSpringChain) -> float:
-    """2 / √λ_max(M⁻¹K), from the chain's own stiffness matrix (M diagonal: M^{-1/2} K M^{-1/2} is symmetric)."""
-    s = 1 / np.sqrt(np.asarray(chain.mass))
-    lam = np.linalg.eigvalsh(s[:, None] * np.asarray(chain.stiffness_matrix()) * s[None, :])
-    return 2 / np.sqrt(lam.max())
+    """2 / √λ_max(M⁻¹K), K = ∇²V (the chain's stiffness matrix)."""
+    return analysis.explicit_step_limit(chain)
 
 
 def initial_state(n: int, seed: int = 0):
@@ -49,22 +51,16 @@ def initial_state(n: int, seed: int = 0):
 
 def bounded(chain, integrator, h: float, steps: int = STEPS) -> bool:
     q0, qd0 = initial_state(chain.n)
-    sol = rollout_solution(chain, integrator, q0, qd0, None, h, steps=steps)
-    peak = jnp.max(jnp.abs(sol.qs))
-    return bool(sol.ok & (peak < GROWTH * jnp.max(jnp.abs(q0))))
+    return analysis.is_bounded(chain, integrator, q0, qd0, h, steps, GROWTH)
 
 
 def measured_k_max(chain, iterations: int = 30, steps: int = STEPS) -> float:
     """The largest h with a bounded `Leapfrog` rollout, by bisection between 0.5 and 1.5 × the lecture's k_max."""
-    lo, hi = 0.5 * k_max(chain), 1.5 * k_max(chain)
-    if not bounded(chain, Leapfrog(), lo, steps) or bounded(chain, Leapfrog(), hi, steps):
-        raise RuntimeError(
-            f"bisection bracket [{lo}, {hi}] does not straddle the limit (n={chain.n})"
-        )
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if bounded(chain, Leapfrog(), mid, steps) else (lo, mid)
-    return lo
+    q0, qd0 = initial_state(chain.n)
+    bracket = (0.5 * k_max(chain), 1.5 * k_max(chain))
+    return analysis.largest_stable_step(
+        chain, Leapfrog(), q0, qd0, bracket, iterations=iterations, steps=steps, growth=GROWTH
+    )
 
 
 def slope(ns, ks) -> float:

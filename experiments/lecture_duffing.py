@@ -6,8 +6,8 @@ u² μ_t· u (μ_t· u = (u^{n+1} + u^{n−1})/2), which keeps the update explic
     u^{n+1} = (2 − ω0²k²) u^n / (1 + ω1⁴k²(u^n)²/2) − u^{n−1},
     𝔥 = ½ (δ_t− u)² + ½ ω0² u^n u^{n−1} + ¼ ω1⁴ (u^n)² (u^{n−1})² ≥ 0, conserved,
 
-so it is unconditionally stable. lagnet has no such integrator: `ConservativeDuffing` below is one, on the state
-(u^n, δ_t− u^n), stepped by `lagnet.rollout`.
+so it is unconditionally stable: `lagnet.integrators.ConservativeDuffing`, on the state (u^n, δ_t− u^n), stepped
+by `lagnet.rollout`.
 
 Race (pure cubic, ω1 = √(20π), k = 1/44100, u0 = 704.8165, 900 000 samples ≈ 20 s): the lecture's three
 algebraically identical ways of writing the explicit δ_tt u = −ω1⁴u³ blow up at times decided by rounding alone.
@@ -34,8 +34,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, report, save  # noqa: E402
 
-from lagnet.integrators import AbstractIntegrator, Leapfrog, Newmark  # noqa: E402
-from lagnet.integrators.base import explicit_info  # noqa: E402
+from lagnet.analysis import peak_frequency  # noqa: E402
+from lagnet.integrators import ConservativeDuffing, Leapfrog, Newmark  # noqa: E402
 from lagnet.rollout import rollout_solution  # noqa: E402
 from lagnet.systems import Duffing  # noqa: E402
 
@@ -59,58 +59,6 @@ LECTURE_CONSERVATIVE_PEAK = 798.4638
 LECTURE_ENERGY_CHANGE = 3.3e-13
 # From running the lecture's spectra snippet: the frequency (Hz) of the largest spectral peak for each u0.
 LECTURE_SPECTRAL_PEAK = {0.01: 99.59, 1.0: 131.89, 2.5: 234.17, 6.0: 519.49}
-
-
-class ConservativeDuffing(AbstractIntegrator):
-    """The lecture's energy-conserving scheme for `Duffing`, δ_tt u = −ω0² u − ω1⁴ u² μ_t· u + f:
-
-        u^{n+1} = ((2 − ω0²h²) u^n + h² f) / (1 + ω1⁴h²(u^n)²/2) − u^{n−1},
-
-    on the state (q, q̇) = (u^n, δ_t− u^n), so u^{n−1} = q − h q̇. Explicit, second order, symmetric; conserves
-    𝔥 = ½ q̇² + ½ ω0² u^n u^{n−1} + ¼ ω1⁴ (u^n u^{n−1})² (unforced), so it is stable for every h. Start it from
-    (u0, 0) for the lecture's u^{−1} = u^0.
-    """
-
-    def init(self, model, q, qd, u):
-        if not isinstance(model, Duffing):
-            raise TypeError(
-                f"ConservativeDuffing needs a lagnet Duffing system, got {type(model).__name__}"
-            )
-        return None
-
-    def step(self, model, q, qd, u, dt, state):
-        q_prev = q - dt * qd
-        rhs = (2 - (model.omega0 * dt) ** 2) * q
-        if u is not None:
-            rhs = rhs + dt**2 * u
-        q1 = rhs / (1 + 0.5 * model.omega1**4 * dt**2 * q**2) - q_prev
-        return q1, (q1 - q) / dt, None, explicit_info(q.dtype)
-
-    @staticmethod
-    def discrete_energy(model, qs, qds, dt):
-        """𝔥 along a trajectory of states (q, δ_t− q), shape (steps,)."""
-        q, q_prev = qs[:, 0], qs[:, 0] - dt * qds[:, 0]
-        return (
-            0.5 * qds[:, 0] ** 2
-            + 0.5 * model.omega0**2 * q * q_prev
-            + 0.25 * model.omega1**4 * (q * q_prev) ** 2
-        )
-
-    @property
-    def order(self) -> int:
-        return 2
-
-    @property
-    def explicit(self) -> bool:
-        return True
-
-    @property
-    def symplectic(self) -> bool:
-        return False
-
-    @property
-    def symmetric(self) -> bool:
-        return True
 
 
 def numpy_form(update, n: int = N, u0: float = U0) -> np.ndarray:
@@ -172,9 +120,7 @@ def spectral_peak(u0: float, n: int = 16384) -> tuple[np.ndarray, np.ndarray, fl
     """(frequencies, |spectrum|, peak frequency) of the conservative scheme on the lecture's Duffing."""
     w0 = 2 * np.pi * 100
     u, _, _ = lagnet_run(ConservativeDuffing(), Duffing(omega0=w0, omega1=np.sqrt(w0)), u0, n)
-    spec = np.abs(np.fft.rfft(u * np.hanning(n)))
-    f = np.fft.rfftfreq(n, K)
-    return f, spec, float(f[np.argmax(spec)])
+    return peak_frequency(u, K)
 
 
 def main():

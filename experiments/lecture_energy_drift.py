@@ -19,8 +19,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, report, save  # noqa: E402
 
-from lagnet.integrators import RK4, Leapfrog, Newmark, SymplecticEuler  # noqa: E402
-from lagnet.rollout import rollout  # noqa: E402
+from lagnet.integrators import (  # noqa: E402
+    RK4,
+    Leapfrog,
+    Newmark,
+    SymplecticEuler,
+    analysis,  # noqa: E402
+)
 from lagnet.systems import Pendulum  # noqa: E402
 
 TH0, H, T = 2.0, 0.3, 3000.0
@@ -60,27 +65,18 @@ LECTURE_RETURN = {
 
 PENDULUM = Pendulum()
 Q0, QD0 = jnp.array([TH0]), jnp.array([0.0])
-E0 = float(PENDULUM.energy(Q0, QD0))
+block_max = analysis.block_max
 
 
 def energy_error(integrator, h: float, steps: int) -> np.ndarray:
     """|E(θ_k, θ'_k) − E0| for k = 1 … steps, shape (steps,)."""
-    qs, qds = rollout(PENDULUM, integrator, Q0, QD0, None, h, steps=steps)
-    e = jax.vmap(PENDULUM.energy)(qs[1:], qds[1:])
-    return np.abs(np.asarray(e) - E0)
+    return analysis.energy_error(PENDULUM, integrator, Q0, QD0, h, steps)
 
 
 def return_distance(integrator, h: float, steps: int) -> float:
-    """|θ − θ0| + |θ'| after `steps` steps of +h and then `steps` of −h (one rollout, dt of shape (2 steps,))."""
-    dts = jnp.concatenate([jnp.full(steps, h), jnp.full(steps, -h)])
-    qs, qds = rollout(PENDULUM, integrator, Q0, QD0, None, dts)
+    """|θ − θ0| + |θ'| after `steps` steps of +h and then `steps` of −h."""
     # Floored like the lecture's, so an exact return still shows on a log axis.
-    return max(float(jnp.abs(qs[-1, 0] - TH0) + jnp.abs(qds[-1, 0])), 1e-17)
-
-
-def block_max(err: np.ndarray, block: int) -> np.ndarray:
-    """Worst error in each block of `block` steps."""
-    return err[: len(err) // block * block].reshape(-1, block).max(axis=1)
+    return max(analysis.return_distance(PENDULUM, integrator, Q0, QD0, h, steps), 1e-17)
 
 
 def race(t_end: float = T, h: float = H) -> dict[str, np.ndarray]:

@@ -13,13 +13,12 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import COL, linear_oscillator, report, save, step_matrix  # noqa: E402
+from _common import COL, report, save  # noqa: E402
 
+from lagnet import analysis  # noqa: E402
 from lagnet.integrators import Newmark  # noqa: E402
-from lagnet.rollout import rollout  # noqa: E402
 
 MEMBERS = {
     "(1/4, 1/2) average acceleration": ((0.25, 0.5), COL["average acceleration"], "-"),
@@ -40,23 +39,17 @@ LECTURE_ONSET = 2.01
 
 def gain(beta: float, gamma: float, wh) -> np.ndarray:
     """max |eig| of one Newmark(β, γ) step on u'' = −u with h = ωh, for each ωh."""
-    mats = jax.vmap(lambda x: step_matrix(Newmark(beta, gamma), x))(jnp.asarray(wh))
-    return np.abs(np.linalg.eigvals(np.asarray(mats))).max(axis=-1)
+    return analysis.amplification(Newmark(beta, gamma), wh)
 
 
 def rollout_gain(beta: float, gamma: float, wh: float, steps: int = 100) -> float:
     """(|y_N| / |y_0|)^(1/N) of an N-step rollout from (u, u') = (1, 0)."""
-    qs, qds = rollout(
-        linear_oscillator(), Newmark(beta, gamma), jnp.ones(1), jnp.zeros(1), None, wh, steps=steps
-    )
-    return float(jnp.hypot(qs[-1, 0], qds[-1, 0]) ** (1 / steps))
+    return analysis.growth_rate(Newmark(beta, gamma), wh, steps)
 
 
 def onset(beta: float, gamma: float, wh, tol: float = 1e-9) -> float:
     """The first ωh of the grid where the gain exceeds 1 + tol (nan if none)."""
-    g = gain(beta, gamma, wh)
-    above = np.nonzero(g > 1 + tol)[0]
-    return float(wh[above[0]]) if len(above) else float("nan")
+    return analysis.first_unstable(Newmark(beta, gamma), wh, tol)
 
 
 def main():

@@ -17,10 +17,9 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import diffrax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import COL, report, save, step_matrix  # noqa: E402
+from _common import COL, report, save  # noqa: E402
 
 from lagnet.integrators import (  # noqa: E402
     RK4,
@@ -30,8 +29,8 @@ from lagnet.integrators import (  # noqa: E402
     Leapfrog,
     Newmark,
     SymplecticEuler,
+    analysis,  # noqa: E402
 )
-from lagnet.rollout import rollout  # noqa: E402
 from lagnet.systems import Pendulum  # noqa: E402
 
 H, STEPS, N_RIM = 0.3, 12, 400
@@ -62,21 +61,12 @@ def disk(n: int = N_RIM) -> tuple[np.ndarray, np.ndarray]:
     return 1.2 + 0.3 * np.cos(s), 0.3 * np.sin(s)
 
 
-def area(u, v) -> float:
-    """Area inside the closed polygon (u_i, v_i) (shoelace formula)."""
-    u, v = np.asarray(u), np.asarray(v)
-    return 0.5 * abs(np.dot(u, np.roll(v, -1)) - np.dot(v, np.roll(u, -1)))
+area = analysis.polygon_area
 
 
 def step_cloud(integrator, u0, v0, h: float = H, steps: int = STEPS):
     """Every state of the cloud after `steps` steps (one rollout per state, vmapped)."""
-
-    def one(q, qd):
-        qs, qds = rollout(PENDULUM, integrator, q[None], qd[None], None, h, steps=steps)
-        return qs[-1, 0], qds[-1, 0]
-
-    u, v = jax.vmap(one)(jnp.asarray(u0), jnp.asarray(v0))
-    return np.asarray(u), np.asarray(v)
+    return analysis.final_states(PENDULUM, integrator, u0, v0, h, steps)
 
 
 def area_ratios(n: int = N_RIM) -> dict[str, float]:
@@ -88,7 +78,7 @@ def area_ratios(n: int = N_RIM) -> dict[str, float]:
 def area_factors(h: float = H) -> dict[str, tuple[float, float]]:
     """(lecture's formula, det of lagnet's step matrix) on u'' = −u, per step."""
     return {
-        name: (formula(h), float(np.linalg.det(step_matrix(integ, h))))
+        name: (formula(h), analysis.area_factor(integ, h))
         for name, (integ, formula) in FACTOR_SCHEMES.items()
     }
 

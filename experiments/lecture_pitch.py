@@ -17,9 +17,13 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from _common import COL, linear_oscillator, report, save, step_matrix  # noqa: E402
+from _common import COL, linear_oscillator, report, save  # noqa: E402
 
-from lagnet.integrators import Leapfrog, Newmark  # noqa: E402
+from lagnet.integrators import (  # noqa: E402
+    Leapfrog,
+    Newmark,
+    analysis,  # noqa: E402
+)
 from lagnet.rollout import rollout  # noqa: E402
 
 FS, F8 = 44100.0, 8000.0
@@ -35,10 +39,7 @@ LECTURE_PERCENT = {"leapfrog = central difference": "+6.4%", "average accelerati
 
 def pitch_ratio(integrator, wh) -> np.ndarray:
     """ω̃/ω = angle(eig(step matrix)) / ωh for each ωh (shape of wh)."""
-    wh = jnp.atleast_1d(jnp.asarray(wh))
-    mats = np.asarray(jax.vmap(lambda x: step_matrix(integrator, x))(wh))
-    angle = np.abs(np.angle(np.linalg.eigvals(mats))).max(axis=-1)
-    return angle / np.asarray(wh)
+    return analysis.frequency_ratio(integrator, wh)
 
 
 def heard_frequency(integrator, f: float = F8, fs: float = FS, seconds: float = 1.0) -> float:
@@ -48,10 +49,7 @@ def heard_frequency(integrator, f: float = F8, fs: float = FS, seconds: float = 
         linear_oscillator(2 * np.pi * f), integrator, jnp.ones(1), jnp.zeros(1), None, 1 / fs,
         steps=steps,
     )  # fmt: skip
-    u = np.asarray(qs[:, 0])
-    i = np.nonzero(np.sign(u[1:]) != np.sign(u[:-1]))[0]
-    t = (i + u[i] / (u[i] - u[i + 1])) / fs  # linear interpolation between the samples
-    return (len(t) - 1) / (2 * (t[-1] - t[0]))
+    return analysis.zero_crossing_frequency(qs[:, 0], 1 / fs)
 
 
 def main():

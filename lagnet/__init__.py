@@ -1,20 +1,25 @@
 """lagnet: learning the dynamics of mechanical systems with physics built in.
 
 The data flow: `systems` (known physics) → `models` (known + learned parts) → `integrators` → `rollout` →
-`train` → `evaluate` / `control`; `data` loads and simulates trajectories.
+`fit` (the library training loop) → `run` (a trained run: spec, files, loading) → `evaluate` / `control`.
+`data` loads recorded trajectories; `simulate` (the simulated rigs, one closed loop, the dataset generators) sits
+above `rollout`; `config` is the typed YAML schema and the registry of names.
 """
 
+from . import config as config
 from . import control as control
 from . import data as data
-from . import evaluate as evaluate
 from . import integrators as integrators
 from . import models as models
-from . import oscillators as oscillators
 from . import parallel as parallel
+from . import run as run
+from . import simulate as simulate
 from . import systems as systems
-from . import train as train
+from ._version import __version__ as __version__
+from .config import Config as Config
 from .config import ConfigError as ConfigError
 from .config import load_config as load_config
+from .config import register_system as register_system
 from .control import Dynamics as Dynamics
 from .control import load as load
 from .data import Trajectory as Trajectory
@@ -22,24 +27,28 @@ from .data import load_dataset as load_dataset
 from .data import load_trajectories as load_trajectories
 from .data import load_trajectory as load_trajectory
 from .integrators import RK4 as RK4
+from .integrators import AbstractImplicitIntegrator as AbstractImplicitIntegrator
 from .integrators import AbstractIntegrator as AbstractIntegrator
+from .integrators import AbstractRootFinder as AbstractRootFinder
 from .integrators import BackwardEuler as BackwardEuler
 from .integrators import DiffraxReference as DiffraxReference
 from .integrators import ForwardEuler as ForwardEuler
 from .integrators import Leapfrog as Leapfrog
 from .integrators import Newmark as Newmark
+from .integrators import Newton as Newton
 from .integrators import StepInfo as StepInfo
 from .integrators import SymplecticEuler as SymplecticEuler
 from .integrators import Variational as Variational
 from .models import PINODE as PINODE
 from .models import AbstractModel as AbstractModel
 from .models import BlackBox as BlackBox
+from .models import InputHistory as InputHistory
 from .models import LearnedPotential as LearnedPotential
 from .rollout import RolloutSolution as RolloutSolution
 from .rollout import rollout as rollout
 from .rollout import rollout_solution as rollout_solution
-from .rollout import rollout_windows as rollout_windows
-from .rollout import sliding_windows as sliding_windows
+from .systems import AbstractDynamics as AbstractDynamics
+from .systems import AbstractLagrangianDynamics as AbstractLagrangianDynamics
 from .systems import AbstractSystem as AbstractSystem
 from .systems import CartPole as CartPole
 from .systems import DoublePendulum as DoublePendulum
@@ -48,4 +57,16 @@ from .systems import Lagrangian as Lagrangian
 from .systems import MassSpringChain as MassSpringChain
 from .systems import Pendulum as Pendulum
 
-__version__ = "0.1.0"
+
+def __getattr__(name):
+    # Training and evaluation pull in the optimiser, the training loop and plotting: loaded when first used,
+    # so that `import lagnet` (and loading a run into a controller) does not.
+    import importlib
+
+    if name in ("train", "evaluate"):
+        return importlib.import_module(f"{__name__}.{name}")
+    if name == "fit":
+        return importlib.import_module(f"{__name__}.train").fit
+    if name == "train_run":
+        return importlib.import_module(f"{__name__}.run.training").train_run
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

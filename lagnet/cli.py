@@ -6,9 +6,9 @@ import sys
 
 # Each module defines `register(subparsers)` that adds its subcommand(s).
 _COMMANDS = (
-    "lagnet.train.commands",
-    "lagnet.evaluate.commands",
-    "lagnet.data.commands",
+    "lagnet.commands.train",
+    "lagnet.commands.evaluate",
+    "lagnet.commands.data",
 )
 
 
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return f"lagnet {__version__}"
 
@@ -49,7 +49,7 @@ def _start_jax(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .train.loop import TrainingDiverged
+    from .train.fit import TrainingDiverged
 
     parser = build_parser()
     args = parser.parse_args(argv)

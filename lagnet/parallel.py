@@ -51,17 +51,17 @@ def use_cpu_cores(n: int | None = None) -> int:
     n = int(n) if asked else cpu_cores()
     if n < 1:
         raise ValueError(f"use_cpu_cores: n must be >= 1, got {n}")
-    from jax._src import xla_bridge  # no public query for "has a backend been created yet"
-
-    if xla_bridge.backends_are_initialized():
+    try:
+        # JAX refuses the setting once a backend exists: that is the (public) test of "too late".
+        jax.config.update("jax_num_cpu_devices", n)
+    except RuntimeError:
         have = jax.local_device_count("cpu")
         if asked and have != n:
             raise RuntimeError(
                 f"use_cpu_cores({n}): JAX already runs with {have} CPU device(s); call it before the first "
                 "JAX computation, or set LAGNET_CPU_DEVICES / XLA_FLAGS before starting Python"
-            )
+            ) from None
         return have
-    jax.config.update("jax_num_cpu_devices", n)
     return n
 
 

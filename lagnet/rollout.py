@@ -4,10 +4,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Inexact, Int, Shaped
 
-from ._types import Inputs, Q, QDot, Trajectory
+from ._types import Inputs, Q, QDot, TimeSteps, Trajectory
 from .integrators.base import AbstractIntegrator
+from .systems.base import AbstractDynamics
 
 
 class RolloutSolution(eqx.Module):
@@ -17,8 +18,9 @@ class RolloutSolution(eqx.Module):
     `converged`: shape (steps,), step k's implicit solve converged and the state after it is finite.
     """
 
-    qs: Float[Array, "steps+1 n"]
-    qds: Float[Array, "steps+1 n"]
+    # A field cannot refer to another field's axis by an expression: `states` is steps + 1 (checked in `_solve`).
+    qs: Float[Array, "states n"]
+    qds: Float[Array, "states n"]
     converged: Bool[Array, " steps"]
 
     @property
@@ -38,17 +40,18 @@ _FAILURE = (
 )
 
 
-def _as_float(x) -> Array:
+def _as_float(x: Shaped[ArrayLike, "*shape"]) -> Inexact[Array, "*shape"]:
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
         x = x.astype(jnp.result_type(float))
     return x
 
 
-def _check_model(model, integrator):
-    if not hasattr(model, "acceleration"):
+def _check_model(model: object, integrator: object) -> None:
+    if not isinstance(model, AbstractDynamics):
         raise TypeError(
-            f"rollout: model must have acceleration(q, qd, u), got {type(model).__name__}"
+            "rollout: model must be a lagnet AbstractDynamics (a system, a model or a plant: "
+            f"acceleration(q, qd, u), n_dof, n_inputs, velocity_dependent), got {type(model).__name__}"
         )
     if not isinstance(integrator, AbstractIntegrator):
         raise TypeError(
@@ -56,7 +59,15 @@ def _check_model(model, integrator):
         )
 
 
-def _prepare(model, integrator, q0, qd0, us, dt, steps):
+def _prepare(
+    model: object,
+    integrator: object,
+    q0: ArrayLike,
+    qd0: ArrayLike,
+    us: ArrayLike | None,
+    dt: ArrayLike,
+    steps: object,
+) -> tuple[Q, QDot, Inputs | None, TimeSteps, int]:
     """Validate shapes (errors at trace time) and bring everything to the state's dtype."""
     _check_model(model, integrator)
     q0 = _as_float(q0)
@@ -65,9 +76,8 @@ def _prepare(model, integrator, q0, qd0, us, dt, steps):
         raise ValueError(f"rollout: q0 must have shape (n,), got {q0.shape} (vmap for batches)")
     if qd0.shape != q0.shape:
         raise ValueError(f"rollout: qd0 must have the shape of q0 {q0.shape}, got {qd0.shape}")
-    n_dof = getattr(model, "n_dof", None)
-    if isinstance(n_dof, int) and q0.shape != (n_dof,):
-        raise ValueError(f"rollout: the model has n_dof={n_dof}, but q0 has shape {q0.shape}")
+    if q0.shape != (model.n_dof,):
+        raise ValueError(f"rollout: the model has n_dof={model.n_dof}, but q0 has shape {q0.shape}")
     dtype = jnp.result_type(q0, qd0)
     q0, qd0 = q0.astype(dtype), qd0.astype(dtype)
     dt = jnp.asarray(dt, dtype)
@@ -78,10 +88,9 @@ def _prepare(model, integrator, q0, qd0, us, dt, steps):
         us = jnp.asarray(us)
         if us.ndim != 2:
             raise ValueError(f"rollout: us must have shape (steps, m), got {us.shape}")
-        n_inputs = getattr(model, "n_inputs", None)
-        if isinstance(n_inputs, int) and us.shape[1] != n_inputs:
+        if us.shape[1] != model.n_inputs:
             raise ValueError(
-                f"rollout: the model has n_inputs={n_inputs}, but us has shape {us.shape}"
+                f"rollout: the model has n_inputs={model.n_inputs}, but us has shape {us.shape}"
             )
         lengths["us"] = us.shape[0]
     if dt.ndim == 1:
@@ -100,11 +109,19 @@ def _prepare(model, integrator, q0, qd0, us, dt, steps):
 
 
 @eqx.filter_jit
-def _solve(model, integrator, q0, qd0, us, dts, throw, remat=True):
+def _solve(
+    model: AbstractDynamics,
+    integrator: AbstractIntegrator,
+    q0: Q,
+    qd0: QDot,
+    us: Inputs | None,
+    dts: TimeSteps,
+    throw: bool,
+    remat: bool = True,
+) -> tuple[Trajectory, Trajectory, Bool[Array, " steps"]]:
     steps = dts.shape[0]
     if steps == 0:
-        empty = jnp.zeros((0,), bool)
-        return RolloutSolution(q0[None], qd0[None], empty)
+        return q0[None], qd0[None], jnp.zeros((0,), bool)
     state0 = integrator.init(model, q0, qd0, None if us is None else us[0])
     # Keep the carry's dtypes fixed: a model with float64 parameters must not promote a float32 rollout.
     state_dtypes = jax.tree.map(lambda x: x.dtype, state0)
@@ -127,16 +144,18 @@ def _solve(model, integrator, q0, qd0, us, dts, throw, remat=True):
     qds = jnp.concatenate([qd0[None], qds])
     if throw:
         qs = eqx.error_if(qs, ~jnp.all(converged), _FAILURE)
-    return RolloutSolution(qs, qds, converged)
+    return qs, qds, converged
 
 
 def rollout_solution(
-    model,
-    integrator: AbstractIntegrator,
-    q0: Q,
-    qd0: QDot,
-    us: Inputs | None,
-    dt: Float[ArrayLike, ""] | Float[ArrayLike, " steps"],
+    # The arguments are what `rollout` accepts: it checks their types and shapes itself (`_prepare`), with
+    # messages that name the argument and the shape expected (q0, qd0: (n,); us: (steps, m); dt: () or (steps,)).
+    model: object,
+    integrator: object,
+    q0: ArrayLike,
+    qd0: ArrayLike,
+    us: ArrayLike | None,
+    dt: ArrayLike,
     *,
     steps: int | None = None,
     throw: bool = False,
@@ -144,21 +163,23 @@ def rollout_solution(
 ) -> RolloutSolution:
     """Like `rollout`, but returns a `RolloutSolution` with the per-step status (and by default never throws)."""
     q0, qd0, us, dts, _ = _prepare(model, integrator, q0, qd0, us, dt, steps)
-    return _solve(model, integrator, q0, qd0, us, dts, bool(throw), bool(remat))
+    return RolloutSolution(*_solve(model, integrator, q0, qd0, us, dts, bool(throw), bool(remat)))
 
 
 def rollout(
-    model,
-    integrator: AbstractIntegrator,
-    q0: Q,
-    qd0: QDot,
-    us: Inputs | None,
-    dt: Float[ArrayLike, ""] | Float[ArrayLike, " steps"],
+    # The arguments are what `rollout` accepts: it checks their types and shapes itself (`_prepare`), with
+    # messages that name the argument and the shape expected (q0, qd0: (n,); us: (steps, m); dt: () or (steps,)).
+    model: object,
+    integrator: object,
+    q0: ArrayLike,
+    qd0: ArrayLike,
+    us: ArrayLike | None,
+    dt: ArrayLike,
     *,
     steps: int | None = None,
     throw: bool = True,
     remat: bool = True,
-) -> tuple[Trajectory, Trajectory]:
+) -> tuple[Float[Array, "states n"], Float[Array, "states n"]]:
     """Step q̈ = model.acceleration(q, q̇, u) from (q0, q̇0) with `integrator`, as one `lax.scan`.
 
         (q_{k+1}, q̇_{k+1}) = integrator.step(model, q_k, q̇_k, us[k], dt_k),   k = 0, …, steps − 1,
@@ -166,7 +187,7 @@ def rollout(
     with us[k] held constant over step k (zero-order hold).
 
     Arguments:
-        model: anything with `acceleration(q, qd, u)` (a system, a learned model).
+        model: an `AbstractDynamics` (a system, a learned model, a plant).
         integrator: an `AbstractIntegrator`.
         q0, qd0: shape (n,), the initial state.
         us: shape (steps, m), or None for a model without inputs (then give `steps` or a (steps,) dt).
@@ -187,74 +208,4 @@ def rollout(
     sol = rollout_solution(
         model, integrator, q0, qd0, us, dt, steps=steps, throw=throw, remat=remat
     )
-    return sol.qs, sol.qds
-
-
-def sliding_windows(
-    x: Float[Array, "T ..."], length: int, stride: int = 1
-) -> Float[Array, "W length ..."]:
-    """All windows x[s : s + length] for s = 0, stride, 2·stride, … (as long as they fit), stacked by a gather.
-
-    Use it for the targets of `rollout_windows`: `sliding_windows(qs, horizon + 1, stride)`.
-    """
-    x = jnp.asarray(x)
-    if not isinstance(length, int | np.integer) or length < 1:
-        raise ValueError(f"sliding_windows: length must be a positive integer, got {length!r}")
-    if not isinstance(stride, int | np.integer) or stride < 1:
-        raise ValueError(f"sliding_windows: stride must be a positive integer, got {stride!r}")
-    if x.shape[0] < length:
-        raise ValueError(f"sliding_windows: length {length} exceeds the {x.shape[0]} samples")
-    starts = np.arange(0, x.shape[0] - length + 1, stride)
-    return x[starts[:, None] + np.arange(length)[None, :]]
-
-
-def rollout_windows(
-    model,
-    integrator: AbstractIntegrator,
-    qs: Trajectory,
-    qds: Trajectory,
-    us: Inputs | None,
-    dt: Float[ArrayLike, ""] | Float[ArrayLike, " T"],
-    horizon: int,
-    *,
-    stride: int = 1,
-    throw: bool = True,
-) -> tuple[Float[Array, "W horizon+1 n"], Float[Array, "W horizon+1 n"]]:
-    """Roll out `horizon` steps from every start index s = 0, stride, … of a recorded trajectory.
-
-    The recorded trajectory has T + 1 samples `qs`, `qds` (shape (T + 1, n)), inputs `us` (shape (T, m), us[k]
-    held over [t_k, t_{k+1}]) and step sizes `dt` (scalar or shape (T,)). Window w starts from the recorded
-    state at s = w · stride and uses us[s : s + horizon], dt[s : s + horizon]; all windows run as one vmapped
-    scan. Returns predictions of shape (W, horizon + 1, n), W = (T − horizon) // stride + 1, to compare with
-    `sliding_windows(qs, horizon + 1, stride)`.
-    """
-    qs, qds = _as_float(qs), _as_float(qds)
-    if qs.ndim != 2 or qds.shape != qs.shape:
-        raise ValueError(
-            f"rollout_windows: qs and qds must have the same shape (T + 1, n), got {qs.shape}, {qds.shape}"
-        )
-    T = qs.shape[0] - 1
-    if not isinstance(horizon, int | np.integer) or not 1 <= horizon <= T:
-        raise ValueError(f"rollout_windows: horizon must be in 1..{T}, got {horizon!r}")
-    if us is not None and jnp.shape(us)[0] != T:
-        raise ValueError(f"rollout_windows: us must have shape ({T}, m), got {jnp.shape(us)}")
-    dts = jnp.asarray(dt, qs.dtype)
-    if dts.ndim == 0:
-        dts = jnp.broadcast_to(dts, (T,))
-    if dts.shape != (T,):
-        raise ValueError(
-            f"rollout_windows: dt must be a scalar or have shape ({T},), got {dts.shape}"
-        )
-    dtw = sliding_windows(dts, horizon, stride)  # also validates stride
-    # Window w starts at s = w · stride for s ≤ T − horizon: W = (T − horizon) // stride + 1 start states.
-    q0s = qs[: T - horizon + 1 : stride]
-    qd0s = qds[: T - horizon + 1 : stride]
-    usw = None if us is None else sliding_windows(us, horizon, stride)
-    # Shapes are validated once here, for one window; the vmapped call then traces the batch.
-    _prepare(model, integrator, q0s[0], qd0s[0], None if usw is None else usw[0], dtw[0], None)
-
-    def one(q0, qd0, u, d):
-        return _solve(model, integrator, q0, qd0, u, d, bool(throw))
-
-    sol = jax.vmap(one)(q0s, qd0s, usw, dtw)
     return sol.qs, sol.qds

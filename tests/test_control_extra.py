@@ -11,9 +11,9 @@ from lagnet.control import Dynamics, closed_loop_stable, dlqr, find_equilibrium,
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
 from lagnet.rollout import rollout
+from lagnet.run.training import load_training_data
+from lagnet.run.training import train_run as train
 from lagnet.systems import Pendulum
-from lagnet.train import train
-from lagnet.train.loop import load_training_data
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_loaded_step_equals_the_training_rollout_bit_for_bit(trained):
     assert isinstance(dyn.integrator, RK4)
     traj = load_training_data(config, result.model.system)[0][0]
     # The model's inputs as training saw them: u_k, then the history u_{k−1}, …
-    k = config["model"]["input_history"]
+    k = config.model.input_history
     us = np.asarray(traj.u[:20])
     assert us.shape == (20, 1 + k)
     q0, qd0, dts = jnp.asarray(traj.q[0]), jnp.asarray(traj.qd[0]), jnp.asarray(traj.dt[:20])

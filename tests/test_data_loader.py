@@ -302,3 +302,35 @@ def test_error_several_episodes_for_load_trajectory():
     path = ld.dataset_path("pendulum_potential_train")
     with pytest.raises(ValueError, match="holds 400 episodes; use load_trajectories"):
         ld.load_trajectory(path, ld.datasets()["pendulum_potential_train"].mapping)
+
+
+def test_data_imports_nothing_above_it():
+    # Loading stays below the simulation and the solvers: lagnet.data may use the systems (names, angles) only.
+    import ast
+    from pathlib import Path
+
+    import lagnet.data
+
+    above = (
+        "simulate",
+        "rollout",
+        "integrators",
+        "models",
+        "train",
+        "evaluate",
+        "control",
+        "run",
+        "fit",
+    )
+    for path in Path(lagnet.data.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom) and node.level == 2
+            ):  # from ..x import y, from .. import x
+                names = [node.module] if node.module else [a.name for a in node.names]
+                assert not {n.split(".")[0] for n in names} & set(above), (path.name, names)
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert not node.module.startswith(tuple(f"lagnet.{a}" for a in above)), path.name
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith(tuple(f"lagnet.{a}" for a in above)), path.name

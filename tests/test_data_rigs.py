@@ -2,20 +2,22 @@
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import lagnet.data as ld
+import lagnet.simulate as ls
 from lagnet.cli import main
-from lagnet.data.rigs import Actuator, StribeckFriction
+from lagnet.simulate import Actuator, StribeckFriction
 from lagnet.systems import CartPole
 
 
 def test_rig_integration_is_resolved_by_its_substep():
     # Halving the 1 ms sub-step changes a 3 s run of the full rig (friction, stops, actuator) by far less than
     # the sensors resolve (1 mm, 3 mrad); the convergence is second order (the actuator's held mean).
-    rig = ld.CartPoleRig()
+    rig = ls.CartPoleRig()
     fine = dataclasses.replace(rig, substeps=2 * rig.substeps)
     a = rig.simulate(3.0, np.random.default_rng(0))
     b = fine.simulate(3.0, np.random.default_rng(0))
@@ -25,7 +27,7 @@ def test_rig_integration_is_resolved_by_its_substep():
 
 
 def test_recordings_are_reproducible_and_distinct():
-    rig = ld.PendulumRig()
+    rig = ls.PendulumRig()
     c1, m1 = rig.record(2.0, seed=5)
     c2, _ = rig.record(2.0, seed=5)
     c3, _ = rig.record(2.0, seed=5, recording="test")
@@ -36,7 +38,7 @@ def test_recordings_are_reproducible_and_distinct():
 
 
 def test_shipped_potential_set_regenerates_bit_for_bit(tmp_path):
-    (path,) = [p for p in ld.generate("pendulum_potential", tmp_path) if "train" in p.name]
+    (path,) = [p for p in ls.generate("pendulum_potential", tmp_path) if "train" in p.name]
     shipped = ld.dataset_path("pendulum_potential_train")
     assert path.read_bytes() == shipped.read_bytes()
 
@@ -44,13 +46,13 @@ def test_shipped_potential_set_regenerates_bit_for_bit(tmp_path):
 def test_sensors():
     rng = np.random.default_rng(0)
     theta = np.linspace(-20, 20, 5001)
-    enc = ld.OpticalEncoder(600, wrap_low=0.0).measure(theta)
+    enc = ls.OpticalEncoder(600, wrap_low=0.0).measure(theta)
     step = 2 * np.pi / 600
     assert enc.min() >= 0 and enc.max() < 2 * np.pi
     np.testing.assert_allclose(np.round(enc / step), enc / step, atol=1e-9)  # whole counts
     assert np.max(np.abs(ld.angular_difference(enc, theta))) <= step + 1e-12
     x = np.linspace(-0.3, 0.3, 1000)
-    us = ld.UltrasonicSensor(noise_std=1e-3, resolution=1e-3, outlier_prob=0.0).measure(x, rng)
+    us = ls.UltrasonicSensor(noise_std=1e-3, resolution=1e-3, outlier_prob=0.0).measure(x, rng)
     np.testing.assert_allclose(us, 1e-3 * np.round(us / 1e-3), atol=1e-12)
     assert 0.5e-3 < np.std(us - x) < 1.5e-3
 
@@ -103,3 +105,73 @@ def test_cli_data_commands(tmp_path, capsys):
     assert "| x | m |" in out and "sample rate 50 Hz" in out
     assert main(["data", "stats", "nonsense"]) == 2
     assert "unknown dataset 'nonsense'" in capsys.readouterr().err
+
+
+def test_catalog_mappings_are_the_generators_and_the_files():
+    # The catalog (in lagnet.data, below the simulation) writes the simulated files' mappings out; they must be
+    # what each generator writes and what each shipped file's metadata says.
+    for spec in ld.datasets().values():
+        if spec.generator is None:
+            continue
+        assert spec.mapping == ls.GENERATORS[spec.generator].mapping, spec.name
+        _, meta = ld.read_table(ld.dataset_path(spec.name))
+        assert spec.mapping == meta["mapping"], spec.name
+
+
+def test_true_plant_from_a_recordings_metadata():
+    (tr,) = ld.load_dataset("cartpole_train")
+    assert tr.meta["generator"] == "lagnet.data.rigs.cartpole.CartPoleRig"  # what data/sim carries
+    plant = ls.true_plant(tr.meta)
+    assert isinstance(plant, ls.Plant)
+    assert ls.rig_from_meta(tr.meta, strict=True) == ls.CartPoleRig()
+    q, qd, u = jnp.array([0.1, 2.0]), jnp.array([0.3, -1.0]), jnp.array([0.5])
+    np.testing.assert_array_equal(
+        plant.acceleration(q, qd, u), ls.CartPoleRig().plant().acceleration(q, qd, u)
+    )
+    (pend, *_) = ld.load_dataset("pendulum_test")
+    assert isinstance(ls.true_plant(pend.meta), ls.Plant)
+    # The current class path names the rig too.
+    assert ls.true_plant({"generator": "lagnet.simulate.rigs.pendulum.PendulumRig"}) is not None
+    pair = ld.load_dataset("pendulum_potential_train")[0]
+    assert ls.true_plant(pair.meta) is None  # exact pairs, no plant
+    assert ls.true_plant(ld.load_dataset("dfki_sac")[0].meta) is None  # measured
+    assert ls.true_plant({"generator": "somewhere.Else"}) is None
+    with pytest.raises(ValueError, match="differ from the rig's"):
+        ls.rig_from_meta({**tr.meta, "params": {**tr.meta["params"], "extra": 1.0}}, strict=True)
+
+
+def test_closed_loop_carries_the_controller_memory_and_vmaps():
+    rig = ls.PendulumRig()
+    plant, actuator = rig.plant(), rig.actuator()
+    gains = jnp.array([[2.0, 0.2], [0.5, 0.05]])
+
+    def run(k, x0):
+        def controller(x, count, s):
+            # The memory counts the samples: the controller sees its own state advance once per sample.
+            return -k @ x + s, count + 1, count
+
+        return ls.closed_loop(
+            plant, actuator, controller, 0, x0, 0.01 * jnp.ones(30), dt=rig.dt, substeps=4
+        )
+
+    x0s = jnp.array([[0.3, 0.0], [-1.0, 0.5]])
+    sol = jax.jit(jax.vmap(run))(gains, x0s)
+    assert sol.xs.shape == (2, 31, 2) and sol.us.shape == sol.us_applied.shape == (2, 30, 1)
+    np.testing.assert_array_equal(sol.aux, np.tile(np.arange(30), (2, 1)))
+    np.testing.assert_array_equal(sol.xs[:, 0], x0s)
+    for i in range(2):
+        one = run(gains[i], x0s[i])
+        np.testing.assert_allclose(sol.xs[i], one.xs, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(sol.us[i, :, 0], 0.01 - one.xs[:-1] @ gains[i], rtol=1e-12)
+    # The actuator's 5 ms dead time (two sub-steps of 2.5 ms): nothing reaches the plant at first.
+    assert np.all(sol.us_applied[:, 0] == 0.0) and np.all(sol.us_applied[:, 1] != 0.0)
+
+    def idle(x, memory, s):
+        return jnp.zeros(1), memory, None
+
+    with pytest.raises(ValueError, match="samples="):
+        ls.closed_loop(
+            plant, actuator, idle, None, x0s[0], jnp.ones(30), samples=20, dt=0.01, substeps=4
+        )
+    with pytest.raises(ValueError, match="x0 must have shape"):
+        ls.closed_loop(plant, actuator, idle, None, jnp.zeros(4), samples=3, dt=0.01, substeps=4)

@@ -92,13 +92,13 @@ def test_evaluate_and_compare_write_their_outputs(tmp_path):
     import test_reliability
     from test_train import config_for  # the small synthetic pendulum run of the training tests
 
-    from lagnet.train import train
+    from lagnet.run.training import train_run as train
 
     data = test_reliability.write_pendulum(tmp_path / "p.csv")
     runs = []
     for kind in ("pinode", "blackbox"):
         config = config_for(data, type=kind)
-        config["training"]["epochs"] = 1
+        config = config.replace(training={"epochs": 1})
         train(config, str(tmp_path / kind), progress=False)
         runs.append(str(tmp_path / kind))
     metrics = evaluate_run(runs[0])

@@ -19,11 +19,13 @@ from lagnet.integrators import (  # noqa: E402
     ForwardEuler,
     Leapfrog,
     Newmark,
+    Newton,
     SymplecticEuler,
     Variational,
 )
 from lagnet.rollout import rollout, rollout_solution  # noqa: E402
 from lagnet.systems import CartPole, Duffing, MassSpringChain, Pendulum  # noqa: E402
+from lagnet.systems.base import AbstractDynamics  # noqa: E402
 
 NOMINAL = {
     "ForwardEuler": (ForwardEuler(), 1),
@@ -313,13 +315,17 @@ def test_configuration_errors():
         Newmark(-0.1, 0.5)
     with pytest.raises(ValueError, match="rule"):
         Variational("simpson")
-    with pytest.raises(ValueError, match="newton_iterations"):
-        BackwardEuler(newton_iterations=0)
+    with pytest.raises(ValueError, match="iterations"):
+        BackwardEuler(Newton(iterations=0))
 
 
 def test_variational_needs_a_lagrangian():
-    class OnlyAcceleration:
-        def acceleration(self, q, qd, u):
+    class OnlyAcceleration(AbstractDynamics):
+        n_dof: int = 1
+        n_inputs: int = 0
+        velocity_dependent: bool = False
+
+        def acceleration(self, q, qd, u=None):
             return -q
 
     with pytest.raises(TypeError, match="mass_matrix|potential_energy"):
@@ -331,7 +337,7 @@ def test_variational_needs_a_lagrangian():
 
 def test_nonconvergence_is_reported_not_silent():
     # One Newton iteration cannot solve backward Euler on the swinging pendulum at h = 0.5.
-    integrator = BackwardEuler(newton_iterations=1)
+    integrator = BackwardEuler(Newton(iterations=1))
     args = (PENDULUM, integrator, jnp.array([2.0]), jnp.array([0.0]), jnp.zeros((5, 1)), 0.5)
     sol = rollout_solution(*args)
     assert not bool(sol.ok) and int(sol.failed_step) == 0
@@ -342,10 +348,12 @@ def test_nonconvergence_is_reported_not_silent():
 
 
 def test_blow_up_is_reported():
-    class BlowsUp:
-        velocity_dependent = False
+    class BlowsUp(AbstractDynamics):
+        n_dof: int = 1
+        n_inputs: int = 0
+        velocity_dependent: bool = False
 
-        def acceleration(self, q, qd, u):
+        def acceleration(self, q, qd, u=None):
             return jnp.where(q > 2.0, jnp.nan, q)  # NaN once q passes 2
 
     sol = rollout_solution(BlowsUp(), RK4(), jnp.ones(1), jnp.zeros(1), None, 0.1, steps=50)

@@ -10,13 +10,13 @@ from lagnet.models import (
     PINODE,
     BlackBox,
     Friction,
+    InputHistory,
     LearnedPotential,
     StateFeatures,
     fit_friction,
     make_mlp,
 )
 from lagnet.systems import CartPole, Pendulum
-from lagnet.train.build import augment_inputs
 
 
 def small_mlp(features, out, key, zero=False, final="tanh"):
@@ -61,7 +61,7 @@ def test_pinode_network_acts_only_on_force_on(key):
 
 def test_learned_parameters_are_positive_and_trainable(key):
     model = PINODE(Pendulum(mass=2.0), learn_parameters=("mass",))
-    np.testing.assert_allclose(model._known_system().mass, 2.0, rtol=1e-14)
+    np.testing.assert_allclose(model.known_system.mass, 2.0, rtol=1e-14)
     params, _ = eqx.partition(model, model.trainable())
     leaves = jax.tree_util.tree_leaves(params)
     assert len(leaves) == 1  # only log(mass): the system's own parameters are frozen
@@ -129,7 +129,11 @@ def test_friction_fit_recovers_coefficients():
 
 def test_input_history_layout():
     u = np.arange(5.0)[:, None]
-    aug = augment_inputs(u, 2)
+    history = InputHistory(1, 2)
+    aug = history.stack(u, history.past_zeros(u))
+    assert isinstance(aug, np.ndarray)  # NumPy in, NumPy out: data preparation keeps its float64
+    np.testing.assert_array_equal(history.stack(u, history.past_held(u))[0], [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(history.hold(jnp.array([2.0])), [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(aug[3], [3.0, 2.0, 1.0])
     np.testing.assert_array_equal(aug[0], [0.0, 0.0, 0.0])
     # The physics sees only the newest input.

@@ -6,16 +6,19 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lagnet.integrators import RK4, BackwardEuler, ForwardEuler, Leapfrog, SymplecticEuler
+from lagnet.analysis import hopf_onset, limit_cycle_amplitude
+from lagnet.integrators import (
+    RK4,
+    BackwardEuler,
+    CentredImplicit,
+    ForwardEuler,
+    Leapfrog,
+    LinearlyImplicitEuler,
+    SymplecticEuler,
+    centred_velocities,
+)
 from lagnet.models import PINODE, StateFeatures
 from lagnet.models.passive import ContactNetwork, PassiveFriction
-from lagnet.oscillators import (
-    CentredImplicit,
-    LinearlyImplicitEuler,
-    centred_velocities,
-    hopf_onset,
-    limit_cycle_amplitude,
-)
 from lagnet.rollout import rollout, rollout_solution
 from lagnet.systems.bowed import BowedOscillator, SoftFriction
 from lagnet.systems.cloth import Cloth
@@ -257,3 +260,8 @@ def test_force_networks_plug_into_pinode(key):
     f = hammer.network.law(q[1] - q[0])
     np.testing.assert_allclose(a, jnp.stack([Hammer().mass_ratio * f, -f]), rtol=1e-12)
     assert float(hammer.network.law(jnp.array(-1e-4))) == 0.0
+
+
+def test_linearly_implicit_euler_needs_a_spring_network():
+    with pytest.raises(TypeError, match="AbstractSpringNetwork"):
+        rollout(Rayleigh(), LinearlyImplicitEuler(), jnp.ones(1), jnp.zeros(1), None, 0.1, steps=2)

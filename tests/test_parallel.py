@@ -15,7 +15,7 @@ import pytest
 import yaml
 from test_reliability import config_dict
 
-from lagnet.train.loop import load_model
+from lagnet.run import load_run
 
 SCRIPT = """
 import json, os, sys
@@ -23,10 +23,9 @@ sys.path.insert(0, {tests!r})
 import jax
 from test_reliability import config_dict, write_pendulum
 from lagnet.config import validate
-from lagnet.train import train
-cfg = validate(config_dict(write_pendulum({data!r}), epochs=3, batch_size=16))
-cfg["devices"] = {devices}
-r = train(cfg, {run!r}, progress=False)
+from lagnet.run.training import train_run
+cfg = validate(config_dict(write_pendulum({data!r}), epochs=3, batch_size=16)).replace(devices={devices})
+r = train_run(cfg, {run!r}, progress=False)
 leaf = r.model.network.layers[0].weight
 print(json.dumps({{"devices": len(leaf.sharding.device_set), "available": jax.device_count()}}))
 """
@@ -133,6 +132,7 @@ def test_two_processes_match_one(tmp_path, one_device):
         "checkpoints",
         "config.yaml",
         "metrics.jsonl",
+        "run.json",
         "summary.json",
     ]
     assert sorted(os.listdir(out / "checkpoints")) == [
@@ -147,9 +147,10 @@ def test_two_processes_match_one(tmp_path, one_device):
     assert [os.listdir(d) for d in cwds] == [[], []]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["epochs_run"] == 3 and summary["best_validation_loss"] == pytest.approx(two[-1])
-    model, config = load_model(str(out))
-    reference, _ = load_model(str(folder / "run1"))
-    assert config["data"]["train"] == [str(tmp_path / "p.csv")]
+    run = load_run(str(out))
+    model, config = run.model, run.config
+    reference = load_run(str(folder / "run1")).model
+    assert config.data.train == [str(tmp_path / "p.csv")]
     for a, b in zip(
         jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_array)),
         jax.tree_util.tree_leaves(eqx.filter(reference, eqx.is_array)),

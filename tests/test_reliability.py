@@ -16,9 +16,9 @@ import yaml
 from helpers import PENDULUM_MAPPING, write_pendulum_csv
 
 from lagnet.config import validate
-from lagnet.train import load_model, train
-from lagnet.train.checkpoint import load_tree, save_tree
-from lagnet.train.loop import TrainingDiverged
+from lagnet.run import load_run, load_tree, save_tree
+from lagnet.run.training import train_run as train
+from lagnet.train import TrainingDiverged
 
 
 def write_pendulum(path, steps=400):
@@ -72,7 +72,7 @@ def test_resume_after_kill_is_bit_identical(tmp_path):
     reached = json.loads(manifest.read_text())["states"][-1]["epoch"]
     assert reached < 39, "the run finished before it could be killed"
     # Whatever the moment of the kill, the newest checkpoint loads.
-    load_model(str(tmp_path / "cut"), "last")
+    load_run(str(tmp_path / "cut"), "last")
     resumed = run_cli(["train", str(cfg), "--out", str(tmp_path / "cut"), "--quiet", "--resume"])
     assert resumed.wait(timeout=300) == 0, resumed.stderr.read()
     for name in ("last.eqx", "best.eqx"):
@@ -103,7 +103,7 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(tmp_path, monkeypatch):
     steps non-finite: they are skipped and counted, and past `max_skipped_steps` the run stops cleanly."""
     import dataclasses
 
-    import lagnet.train.loop as loop
+    import lagnet.run.training as loop
 
     data = write_pendulum(tmp_path / "p.csv")
     original = loop.load_training_data
@@ -123,12 +123,12 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(tmp_path, monkeypatch):
     )  # each epoch: the batches holding the 2 windows over row 100
     leaves = jax.tree_util.tree_leaves(eqx.filter(result.model, eqx.is_inexact_array))
     assert all(np.all(np.isfinite(x)) for x in leaves)
-    config["training"]["max_skipped_steps"] = 0
+    config = config.replace(training={"max_skipped_steps": 0})
     with pytest.raises(
         TrainingDiverged, match=r"non-finite loss or gradient .* last good checkpoint is"
     ):
         train(config, str(tmp_path / "stop"), progress=False)
-    load_model(str(tmp_path / "stop"))  # the last good checkpoint is intact
+    load_run(str(tmp_path / "stop"))  # the last good checkpoint is intact
 
 
 def test_unwritable_run_directory_fails_early(tmp_path):
@@ -152,7 +152,7 @@ def test_truncated_checkpoint_names_the_file(tmp_path):
 
 
 def test_full_disk_fails_early(tmp_path):
-    from lagnet.train.loop import _check_output_dir
+    from lagnet.run.training import check_output_dir
 
     with pytest.raises(ValueError, match=r"MB free on its disk; training needs at least"):
-        _check_output_dir(str(tmp_path / "run"), min_free_bytes=10**18)
+        check_output_dir(str(tmp_path / "run"), min_free_bytes=10**18)

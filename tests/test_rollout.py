@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from helpers import damped, reference_rollout, relative_error  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
+from lagnet.data import Trajectory, make_windows  # noqa: E402
 from lagnet.integrators import (  # noqa: E402
     RK4,
     BackwardEuler,
@@ -22,8 +23,9 @@ from lagnet.integrators import (  # noqa: E402
     SymplecticEuler,
     Variational,
 )
-from lagnet.rollout import rollout, rollout_solution, rollout_windows, sliding_windows  # noqa: E402
+from lagnet.rollout import rollout, rollout_solution  # noqa: E402
 from lagnet.systems import CartPole, Pendulum  # noqa: E402
+from lagnet.systems.base import AbstractDynamics  # noqa: E402
 
 INTEGRATORS = {
     "ForwardEuler": ForwardEuler(),
@@ -87,7 +89,8 @@ def test_shape_errors():
         rollout(CARTPOLE, RK4(), Q0, QD0, jnp.zeros((5, 2)), 0.02)
     with pytest.raises(ValueError, match="steps="):
         rollout(CARTPOLE, RK4(), Q0, QD0, None, 0.02)
-    with pytest.raises(TypeError, match="integrator"):
+    # lagnet's own message (not a type checker's, which would also name the argument)
+    with pytest.raises(TypeError, match="integrator must be a lagnet AbstractIntegrator"):
         rollout(CARTPOLE, "rk4", Q0, QD0, jnp.zeros((5, 1)), 0.02)
 
 
@@ -97,7 +100,9 @@ def test_shape_errors():
 def test_compiles_once_per_shape():
     traces = []
 
-    class Counting(eqx.Module):
+    class Counting(AbstractDynamics):
+        n_dof = 1
+        n_inputs = 1
         velocity_dependent = False
 
         def acceleration(self, q, qd, u):
@@ -203,39 +208,73 @@ def test_gradients_match_finite_differences(system, name):
 # --- windows ------------------------------------------------------------------------------------------------
 
 
-def test_rollout_windows_match_single_rollouts():
-    T, horizon, stride = 23, 5, 2
-    dts = 0.02 + 0.003 * jnp.asarray(np.random.default_rng(5).uniform(-1, 1, T))
-    us = _inputs(T)
-    qs, qds = rollout(CARTPOLE, RK4(), Q0, QD0, us, dts)
-    noisy = qs + 1e-3 * jnp.asarray(np.random.default_rng(6).normal(size=qs.shape))
-    pred_qs, pred_qds = rollout_windows(
-        CARTPOLE, Leapfrog(), noisy, qds, us, dts, horizon, stride=stride
+def _window_rollouts(model, integrator, windows, dt=None):
+    """Every window of a `WindowDataset` batch rolled out from its first state: one vmapped `rollout`."""
+
+    def one(w):
+        return rollout(model, integrator, w.q[0], w.qd[0], w.u, w.dt if dt is None else dt)
+
+    return jax.vmap(one)(windows)
+
+
+def _recorded(T, seed=5):
+    """A recorded trajectory of T steps (noisy positions, jittered steps) and its `make_windows` path."""
+    t = np.concatenate(
+        [[0.0], np.cumsum(0.02 + 0.003 * np.random.default_rng(seed).uniform(-1, 1, T))]
     )
+    us = _inputs(T)
+    qs, qds = rollout(CARTPOLE, RK4(), Q0, QD0, us, jnp.asarray(np.diff(t)))
+    noisy = qs + 1e-3 * jnp.asarray(np.random.default_rng(seed + 1).normal(size=qs.shape))
+    # A trajectory records an input at every sample; the last one is never stepped with.
+    u = np.concatenate([np.asarray(us), np.zeros((1, 1))])
+    return Trajectory(
+        t=t, q=np.asarray(noisy), qd=np.asarray(qds), u=u, coordinate_names=("x", "phi"),
+        input_names=("force",), angles=(False, True),
+    )  # fmt: skip
+
+
+def test_window_rollouts_match_single_rollouts():
+    # Training's path: the data's windows (`make_windows`), each rolled out by the one `rollout`, vmapped.
+    T, horizon, stride = 23, 5, 2
+    traj = _recorded(T)
+    ds = make_windows(traj, horizon, stride=stride)
     W = (T - horizon) // stride + 1
+    assert len(ds) == W
+    windows = ds.all()
+    assert windows.q.shape == windows.qd.shape == (W, horizon + 1, 2)
+    pred_qs, pred_qds = _window_rollouts(CARTPOLE, Leapfrog(), windows)
     assert pred_qs.shape == pred_qds.shape == (W, horizon + 1, 2)
-    assert sliding_windows(noisy, horizon + 1, stride).shape == (W, horizon + 1, 2)
+    for w in range(W):  # the targets are the recorded rows s … s + horizon
+        s = w * stride
+        np.testing.assert_array_equal(windows.q[w], traj.q[s : s + horizon + 1])
+        np.testing.assert_array_equal(windows.dt[w], traj.dt[s : s + horizon])
     for w in (0, 3, W - 1):
         s = w * stride
         q1, qd1 = rollout(
-            CARTPOLE, Leapfrog(), noisy[s], qds[s], us[s : s + horizon], dts[s : s + horizon]
+            CARTPOLE,
+            Leapfrog(),
+            traj.q[s],
+            traj.qd[s],
+            traj.u[s : s + horizon],
+            traj.dt[s : s + horizon],
         )
         np.testing.assert_allclose(pred_qs[w], q1, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(pred_qds[w], qd1, rtol=1e-12, atol=1e-14)
-    np.testing.assert_array_equal(pred_qs[:, 0], sliding_windows(noisy, horizon + 1, stride)[:, 0])
-    # scalar dt, and gradients flow through the windows (training)
-    g = jax.grad(lambda m: jnp.sum(rollout_windows(m, RK4(), qs, qds, us, 0.02, horizon)[0] ** 2))(
-        CARTPOLE
-    )
+    np.testing.assert_array_equal(pred_qs[:, 0], traj.q[: T - horizon + 1 : stride])
+    # a scalar dt, and gradients flow through the windows (training)
+    every = make_windows(traj, horizon).all()
+    g = jax.grad(lambda m: jnp.sum(_window_rollouts(m, RK4(), every, 0.02)[0] ** 2))(CARTPOLE)
     assert np.isfinite(float(g.system.length))
 
 
-def test_rollout_windows_errors():
-    qs = jnp.zeros((11, 2))
-    with pytest.raises(ValueError, match="horizon"):
-        rollout_windows(CARTPOLE, RK4(), qs, qs, jnp.zeros((10, 1)), 0.02, 11)
-    with pytest.raises(ValueError, match="us must have shape"):
-        rollout_windows(CARTPOLE, RK4(), qs, qs, jnp.zeros((9, 1)), 0.02, 3)
+def test_window_rollout_errors():
+    traj = _recorded(10)
+    with pytest.raises(ValueError, match="too few for a window of k=11"):
+        make_windows(traj, 11)
+    windows = make_windows(traj, 3).all()
+    short = eqx.tree_at(lambda w: w.u, windows, windows.u[:, :2])
+    with pytest.raises(ValueError, match="inconsistent numbers of steps"):
+        _window_rollouts(CARTPOLE, RK4(), short)
 
 
 # --- adaptive reference -------------------------------------------------------------------------------------

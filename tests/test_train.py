@@ -3,6 +3,8 @@
 import glob
 import json
 import os
+import subprocess
+import sys
 
 import equinox as eqx
 import jax
@@ -12,11 +14,12 @@ import pytest
 import yaml
 from helpers import PENDULUM_MAPPING, write_pendulum_csv
 
-from lagnet.config import ConfigError, load_config, validate
+from lagnet.config import ConfigError, build_model, build_system, load_config, validate
 from lagnet.integrators import RK4
 from lagnet.rollout import rollout
+from lagnet.run import load_run
+from lagnet.run.training import train_run as train
 from lagnet.systems import Pendulum
-from lagnet.train import build_model, build_system, load_model, train
 from lagnet.train.loss import StateLoss, batch_loss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,7 +84,7 @@ def test_lstsq_friction_recovers_the_plant(pendulum_csv, tmp_path):
     config = config_for(
         pendulum_csv, type="pure_ode", friction={"coulomb": ["theta"], "viscous": ["theta"]}
     )
-    config["training"]["epochs"] = 0
+    config = config.replace(training={"epochs": 0})
     result = train(config, str(tmp_path / "run"), progress=False)
     np.testing.assert_allclose(result.model.friction.viscous, [0.1], rtol=0.1)
     np.testing.assert_allclose(result.model.friction.coulomb, [0.05], rtol=0.2)
@@ -95,10 +98,11 @@ def test_saved_model_reloads_bit_for_bit(pendulum_csv, tmp_path):
         friction={"coulomb": ["theta"]},
         input_history=1,
     )
-    config["training"]["epochs"] = 1
+    config = config.replace(training={"epochs": 1})
     result = train(config, str(tmp_path / "run"), progress=False)
-    loaded, loaded_config = load_model(str(tmp_path / "run"))
-    assert loaded_config["model"] == config["model"]
+    run = load_run(str(tmp_path / "run"))
+    loaded = run.model
+    assert run.config.model == config.model
     q0, qd0, us = jnp.array([0.3]), jnp.array([0.1]), jnp.linspace(-1, 1, 40).reshape(20, 2)
     a = rollout(result.model, RK4(), q0, qd0, us, 0.05)
     b = rollout(loaded, RK4(), q0, qd0, us, 0.05)
@@ -108,12 +112,12 @@ def test_saved_model_reloads_bit_for_bit(pendulum_csv, tmp_path):
 
 def test_checkpoint_of_another_model_is_refused(pendulum_csv, tmp_path):
     config = config_for(pendulum_csv, type="pinode")
-    config["training"]["epochs"] = 0
+    config = config.replace(training={"epochs": 0})
     train(config, str(tmp_path / "run"), progress=False)
-    other = dict(config, model=dict(config["model"], width=9))
-    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump(other))
+    other = config.replace(model={"width": 9})
+    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump(other.to_dict()))
     with pytest.raises(ValueError, match="cannot be loaded into this model"):
-        load_model(str(tmp_path / "run"))
+        load_run(str(tmp_path / "run"))
 
 
 def test_loss_gradient_matches_finite_differences():
@@ -163,7 +167,7 @@ def test_shipped_configs_validate_and_build(path):
     config = load_config(path)
     system = build_system(config)
     build_model(config, system, None, key=jax.random.key(0))
-    for f in config["data"]["train"] + config["data"]["test"]:
+    for f in config.data.train + config.data.test:
         assert os.path.exists(f), f"{path}: data file {f} is missing"
 
 
@@ -202,8 +206,8 @@ def test_config_file_errors(tmp_path):
     ok = tmp_path / "ok.yaml"
     ok.write_text("data:\n  train: sub/file.csv\n")
     config = load_config(ok, ["training.epochs=7", "model.width=12"])
-    assert config["training"]["epochs"] == 7 and config["model"]["width"] == 12
-    assert config["data"]["train"] == [str(tmp_path / "sub" / "file.csv")]
+    assert config.training.epochs == 7 and config.model.width == 12
+    assert config.data.train == [str(tmp_path / "sub" / "file.csv")]
 
 
 def test_relu_potential_is_refused(pendulum_csv):
@@ -233,15 +237,75 @@ def test_system_identification_recovers_a_length(tmp_path):
     )
     np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
     config = config_for(str(path), type="known", learn_parameters=["length"])
-    config["model"]["type"] = "pure_ode"
-    config["training"].update(epochs=60, learning_rate=2e-2, horizon=5)
+    config = config.replace(
+        model={"type": "pure_ode"}, training={"epochs": 60, "learning_rate": 2e-2, "horizon": 5}
+    )
     result = train(config, str(tmp_path / "run"), progress=False)
-    np.testing.assert_allclose(result.model._known_system().length, 1.3, rtol=2e-3)
+    np.testing.assert_allclose(result.model.known_system.length, 1.3, rtol=2e-3)
 
 
 def test_curriculum_grows_the_horizon(pendulum_csv, tmp_path):
     config = config_for(pendulum_csv, type="pinode")
-    config["training"].update(epochs=4, horizon=1, curriculum=[[2, 4]])
+    config = config.replace(training={"epochs": 4, "horizon": 1, "curriculum": [[2, 4]]})
     train(config, str(tmp_path / "run"), progress=False)
     lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [x.get("horizon") for x in lines[1:]] == [1, 1, 4, 4]
+
+
+def test_show_config_is_a_valid_template():
+    """`lagnet train --show-config` prints YAML that loads back as the default config."""
+    from lagnet.config import describe
+
+    text = describe()
+    assert "training:\n  epochs: 50  # passes over the training windows" in text
+    assert validate(yaml.safe_load(text)) == validate({})
+
+
+def test_config_is_typed_and_replace_revalidates():
+    config = validate({"model": {"width": 12}})
+    assert config.model.width == 12 and config.model.friction.epsilon == 0.01
+    assert config.replace(training={"epochs": 3}).training.epochs == 3
+    assert config.training.epochs == 50  # frozen: replace returns a new config
+    with pytest.raises(ConfigError, match=r"training.epochs must be >= 0, got -1"):
+        config.replace(training={"epochs": -1})
+
+
+def test_registered_system_is_valid_in_configs():
+    from lagnet.config import SYSTEMS, register_system
+
+    register_system("long_pendulum_for_test", lambda length=2.0: Pendulum(length=length))
+    try:
+        config = validate({"system": {"name": "long_pendulum_for_test", "params": {"length": 3.0}}})
+        assert float(build_system(config).length) == 3.0
+        with pytest.raises(ValueError, match="already registered"):
+            register_system("pendulum", Pendulum)
+    finally:
+        SYSTEMS.pop("long_pendulum_for_test")
+    with pytest.raises(ConfigError, match="system.name must be one of"):
+        validate({"system": {"name": "long_pendulum_for_test"}})
+
+
+def test_a_fixed_dt_that_contradicts_the_data_is_a_config_error(pendulum_csv, tmp_path):
+    """The data is sampled at 20 Hz: `integrator.dt: 0.02` must not silently rewrite its time stamps."""
+    config = config_for(pendulum_csv).replace(integrator={"dt": 0.02}, training={"epochs": 0})
+    with pytest.raises(
+        ConfigError, match=r"integrator.dt = 0.02 s, but .*pendulum.csv was sampled every 0.05"
+    ):
+        train(config, str(tmp_path / "bad"), progress=False)
+    agreeing = config_for(pendulum_csv).replace(integrator={"dt": 0.05}, training={"epochs": 0})
+    train(agreeing, str(tmp_path / "ok"), progress=False)
+    assert load_run(str(tmp_path / "ok")).dt == pytest.approx(0.05)
+
+
+def test_loading_a_float64_run_asks_for_x64_instead_of_switching_it(pendulum_csv, tmp_path):
+    config = config_for(pendulum_csv).replace(training={"epochs": 0})
+    train(config, str(tmp_path / "run"), progress=False)
+    code = (
+        "import lagnet, jax\n"
+        f"try:\n    lagnet.load({str(tmp_path / 'run')!r})\n"
+        "except ValueError as e:\n    print('refused:', e)\n"
+        "print('x64', jax.config.jax_enable_x64)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "refused: the run" in out.stdout and "is float64" in out.stdout, out.stdout + out.stderr
+    assert "x64 False" in out.stdout

@@ -5,12 +5,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import Array, Float
+from .._types import Array, ArrayLike, Float
 from ..integrators.base import AbstractIntegrator
+from ..models.base import AbstractModel
+from ..models.history import InputHistory
 from ..rollout import rollout
+from ..systems.base import AbstractDynamics, AbstractSystem
 
-State = Float[Array, " 2n"]
+# x = (q, q̇): the axis `state` is 2n (a shape string cannot say 2n for an n that no argument binds).
+State = Float[Array, " state"]
 Input = Float[Array, " m"]
+# `step` and `rollout` also take NumPy arrays (they go through `lagnet.rollout`, which converts them).
+StateLike = Float[ArrayLike, " state"]
+InputLike = Float[ArrayLike, " m"]
 
 
 class Dynamics(eqx.Module):
@@ -27,22 +34,41 @@ class Dynamics(eqx.Module):
     what linearisation about an equilibrium needs).
     """
 
-    model: eqx.Module
+    model: AbstractDynamics
     integrator: AbstractIntegrator
-    dt: float = eqx.field(static=True, default=0.02)
+    dt: float = eqx.field(static=True)
+
+    def __check_init__(self):
+        if not isinstance(self.model, AbstractDynamics):
+            raise TypeError(
+                "Dynamics: model must be a lagnet AbstractDynamics (a system, a model or a plant), "
+                f"got {type(self.model).__name__}"
+            )
 
     @property
-    def system(self):
+    def system(self) -> AbstractSystem:
         """The known system behind the model (the model itself when it is a plain system)."""
-        return getattr(self.model, "system", self.model)
+        if isinstance(self.model, AbstractModel):
+            return self.model.system
+        if isinstance(self.model, AbstractSystem):
+            return self.model
+        raise TypeError(f"Dynamics: {type(self.model).__name__} has no known system")
+
+    @property
+    def history(self) -> InputHistory:
+        """The model's input history (none for dynamics that read only the current input)."""
+        if isinstance(self.model, AbstractModel):
+            return self.model.history
+        return InputHistory(self.model.n_inputs)
 
     @property
     def n_dof(self) -> int:
-        return self.system.n_dof
+        return self.model.n_dof
 
     @property
     def n_inputs(self) -> int:
-        return self.system.n_inputs
+        """m, the inputs applied per step (without the history)."""
+        return self.history.n_inputs
 
     @property
     def state_names(self) -> tuple[str, ...]:
@@ -50,12 +76,7 @@ class Dynamics(eqx.Module):
 
     def full_input(self, u: Input):
         """u (m,) → the model's input vector (m (k + 1),): the current input held over the history."""
-        u = jnp.asarray(u)
-        history = getattr(self.model, "input_history", 0)
-        m = self.system.n_inputs
-        if history and u.shape[-1] == m:
-            return jnp.tile(u, history + 1)
-        return u
+        return self.history.hold(u)
 
     def split(self, x: State):
         n = self.n_dof
@@ -65,7 +86,7 @@ class Dynamics(eqx.Module):
         q, qd = self.split(x)
         return jnp.concatenate([qd, self.model.acceleration(q, qd, self.full_input(u))])
 
-    def step(self, x: State, u: Input, dt=None) -> State:
+    def step(self, x: StateLike, u: InputLike, dt=None) -> State:
         q, qd = self.split(x)
         dt = self.dt if dt is None else dt
         u = self.full_input(u)
@@ -81,17 +102,14 @@ class Dynamics(eqx.Module):
         For a model without input history this is `us` itself.
         """
         us = jnp.asarray(us)
-        k = getattr(self.model, "input_history", 0)
-        if not k or us.shape[-1] != self.n_inputs:
+        history = self.history
+        if not history.lags or us.shape[-1] != self.n_inputs:
             return us
-        past = jnp.broadcast_to(us[0], (k, us.shape[-1])) if u_past is None else jnp.asarray(u_past)
-        padded = jnp.concatenate([past[::-1], us])  # oldest first
-        steps = us.shape[0]
-        return jnp.concatenate([padded[k - lag : k - lag + steps] for lag in range(k + 1)], axis=-1)
+        return history.stack(us, history.past_held(us) if u_past is None else u_past)
 
     def rollout(
-        self, x0: State, us: Float[Array, "steps m"], dt=None, u_past=None
-    ) -> Float[Array, "steps+1 2n"]:
+        self, x0: StateLike, us: Float[ArrayLike, "steps m"], dt=None, u_past=None
+    ) -> Float[Array, "steps+1 state"]:
         """States (steps + 1, 2n) from x0 under the inputs us (steps, m); see `history_inputs` for `u_past`."""
         q, qd = self.split(x0)
         dt = self.dt if dt is None else dt

@@ -1,23 +1,15 @@
-"""`lagnet.load`: a trained run as control-ready `Dynamics`."""
+"""`lagnet.load`: a trained run as control-ready `Dynamics`, without the training machinery."""
 
-import json
-import os
-
-from ..train.build import build_integrator
-from ..train.loop import load_model
+from ..run.load import load_run
 from .dynamics import Dynamics
 
 
-def load(path: str, which: str = "best") -> Dynamics:
+def load(path: str, which: str = "best", *, dtype: str | None = None) -> Dynamics:
     """The model of a run directory (or of a checkpoint file inside one, `RUN/checkpoints/NAME.eqx`) with the
-    integrator and step it was trained with, as `Dynamics` (`f`, `step`, `rollout`; the model is `.model`)."""
-    path = os.fspath(path)
-    if os.path.isfile(path) and path.endswith(".eqx"):
-        which = os.path.basename(path)[: -len(".eqx")]
-        path = os.path.dirname(os.path.dirname(os.path.abspath(path)))
-    model, config = load_model(path, which)
-    dt = config["integrator"]["dt"]
-    if dt is None:
-        summary = os.path.join(path, "summary.json")
-        dt = json.load(open(summary)).get("dt") if os.path.exists(summary) else None
-    return Dynamics(model, build_integrator(config), float(dt) if dt is not None else 0.02)
+    integrator and step it was trained with, as `Dynamics` (`f`, `step`, `rollout`; the model is `.model`).
+
+    The step is the run's (its data's measured sample step, `run.json`). A float64 run needs
+    `jax_enable_x64` on; `dtype` casts the model's leaves.
+    """
+    run = load_run(path, which, dtype=dtype)
+    return Dynamics(run.model, run.integrator, run.dt)

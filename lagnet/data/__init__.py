@@ -1,4 +1,7 @@
-"""Trajectory data: one loader for measured and simulated recordings, splits, windows, and the simulated rigs."""
+"""Trajectory data: one loader for measured and simulated recordings, the shipped catalog, splits and windows.
+
+Loading only: the rigs that write the simulated recordings are `lagnet.simulate`, above this package.
+"""
 
 from .angles import angular_difference as angular_difference
 from .angles import unwrap as unwrap
@@ -9,20 +12,12 @@ from .catalog import dataset_path as dataset_path
 from .catalog import dataset_system as dataset_system
 from .catalog import datasets as datasets
 from .catalog import load_dataset as load_dataset
-from .generate import GENERATORS as GENERATORS
-from .generate import generate as generate
 from .loader import finite_difference as finite_difference
 from .loader import load_trajectories as load_trajectories
 from .loader import load_trajectory as load_trajectory
 from .loader import read_table as read_table
 from .mapping import ColumnMapping as ColumnMapping
 from .npz import write_npz as write_npz
-from .rigs import CartPoleRig as CartPoleRig
-from .rigs import PendulumRig as PendulumRig
-from .rigs import Plant as Plant
-from .rigs import PotentialPairs as PotentialPairs
-from .sensors import OpticalEncoder as OpticalEncoder
-from .sensors import UltrasonicSensor as UltrasonicSensor
 from .trajectory import Trajectory as Trajectory
 from .windows import Window as Window
 from .windows import WindowDataset as WindowDataset

@@ -13,7 +13,11 @@ def unwrap(theta: np.ndarray) -> np.ndarray:
 
 
 def wrap(theta, low: float = -np.pi):
-    """θ reduced to [low, low + 2π) (works on numpy and JAX arrays)."""
+    """θ reduced to [low, low + 2π): ((θ − low) mod 2π) + low, on numpy or JAX arrays (traced ones too).
+
+    lagnet's one angle wrap: controllers, sensors, metrics and plots all wrap with it, so that an angle near ±π
+    falls on the same side everywhere.
+    """
     xp = jnp if not isinstance(theta, np.ndarray | float | int) else np
     return xp.mod(theta - low, 2 * np.pi) + low
 

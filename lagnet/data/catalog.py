@@ -47,7 +47,7 @@ def dfki_pendulum() -> Pendulum:
 @dataclasses.dataclass(frozen=True)
 class DatasetSpec:
     """A shipped dataset: `path` under the data root, its column mapping, its system and, if simulated, the
-    generator (`lagnet data generate <generator>`) that writes it."""
+    name of the generator that writes it (`lagnet data generate <generator>`, `lagnet.simulate.GENERATORS`)."""
 
     name: str
     path: str
@@ -57,11 +57,33 @@ class DatasetSpec:
     generator: str | None = None
 
 
-def _sim(name, generator, system, description):
-    from .generate import GENERATORS
+# The columns of the simulated recordings as their generators write them (`lagnet.simulate`; a test checks
+# that these agree with the generators and with each file's own metadata).
+_SIM_MAPPINGS = {
+    "cartpole": {
+        "time": "t",
+        "positions": ["x", "phi"],
+        "velocities": ["x_dot", "phi_dot"],
+        "inputs": ["force"],
+    },
+    "pendulum": {
+        "time": "t",
+        "positions": ["theta"],
+        "velocities": ["theta_dot"],
+        "inputs": ["torque"],
+    },
+    "pendulum_potential": {
+        "time": "t",
+        "positions": ["theta"],
+        "velocities": ["theta_dot"],
+        "episode": "pair",
+    },
+}
 
+
+def _sim(name, generator, system, description):
     return DatasetSpec(
-        name, f"sim/{name}.npz", GENERATORS[generator].mapping, system, description, generator
+        name, f"sim/{name}.npz", _SIM_MAPPINGS[generator], system, description, generator
     )
 
 

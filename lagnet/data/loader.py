@@ -6,6 +6,7 @@ that does not fit the system's coordinates.
 """
 
 import csv
+import dataclasses
 import gzip
 import io
 import json
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from jaxtyping import Float, Int, Shaped
 
 from ..systems.base import AbstractSystem
 from .angles import unwrap
@@ -27,14 +29,22 @@ META_KEY = "meta"
 class _Table:
     """Columns of one file, and how to name a row of it in an error."""
 
-    def __init__(self, path: str, columns: dict[str, np.ndarray], meta: dict[str, Any], csv: bool):
+    def __init__(
+        self,
+        path: str,
+        columns: dict[str, Shaped[np.ndarray, "_rows ..."]],
+        meta: dict[str, Any],
+        csv: bool,
+    ) -> None:
         self.path, self.columns, self.meta, self.csv = path, columns, meta, csv
 
     def row(self, i: int) -> str:
+        """Row `i`, as named in an error."""
         # CSV rows are also given as the file's line (1-based, the header is line 1), for an editor.
         return f"row {i} (line {i + 2})" if self.csv else f"row {i}"
 
-    def get(self, name: str, role: str) -> np.ndarray:
+    def get(self, name: str, role: str) -> Shaped[np.ndarray, "_rows ..."]:
+        """The column `name` (1-D, or a 2-D NPZ array); a `ValueError` naming its `role` if there is none."""
         if name not in self.columns:
             raise ValueError(
                 f"{self.path}: column {name!r} ({role}) not found; "
@@ -43,13 +53,16 @@ class _Table:
         return self.columns[name]
 
 
-def read_table(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def read_table(
+    path: str | os.PathLike,
+) -> tuple[dict[str, Shaped[np.ndarray, "_rows ..."]], dict[str, Any]]:
     """The columns (name → array) and metadata of a `.csv`, `.csv.gz` or `.npz` file."""
     table = _read(str(path))
     return table.columns, table.meta
 
 
 def _read(path: str) -> _Table:
+    """The table of a file; checks that it exists and is a `.csv`, `.csv.gz` or `.npz`."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if path.endswith(".npz"):
@@ -60,6 +73,7 @@ def _read(path: str) -> _Table:
 
 
 def _read_npz(path: str) -> _Table:
+    """The arrays (but `meta`, JSON metadata) of an NPZ file; checks that each is 1-D or 2-D."""
     with np.load(path, allow_pickle=False) as f:
         columns = {k: f[k] for k in f.files if k != META_KEY}
         meta = json.loads(f[META_KEY].item()) if META_KEY in f.files else {}
@@ -73,6 +87,11 @@ def _read_npz(path: str) -> _Table:
 
 
 def _read_csv(path: str) -> _Table:
+    """The columns of a CSV file, as floats (an empty cell is NaN).
+
+    Checks that there is a header of distinct names, that every row has as many fields, that the file is valid CSV
+    and that every cell is a number.
+    """
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", newline="") as f:
         text = f.read()
@@ -118,8 +137,13 @@ def _read_csv(path: str) -> _Table:
     return _Table(path, columns, {}, csv=True)
 
 
-def _columns(table: _Table, names, role: str, width: int | None, what: str) -> list[np.ndarray]:
-    """One (rows,) array per coordinate from a list of 1-D columns or one 2-D array."""
+def _columns(
+    table: _Table, names: tuple[str, ...] | str, role: str, width: int | None, what: str
+) -> list[Shaped[np.ndarray, " _rows"]]:
+    """One (rows,) array per coordinate from a list of 1-D columns or one 2-D array.
+
+    Checks that the columns exist, are 1-D (or the array 2-D), and that there are `width` of them (if not None).
+    """
     if isinstance(names, str):
         arr = table.get(names, role)
         arr = arr[:, None] if arr.ndim == 1 else arr
@@ -137,7 +161,7 @@ def _columns(table: _Table, names, role: str, width: int | None, what: str) -> l
     return [_column(table, name, f"{role}[{i}]") for i, name in enumerate(names)]
 
 
-def _column(table: _Table, name: str, role: str) -> np.ndarray:
+def _column(table: _Table, name: str, role: str) -> Shaped[np.ndarray, " _rows"]:
     """The 1-D column `name`, or a `ValueError` naming its `role`."""
     arr = table.get(name, role)
     if arr.ndim != 1:
@@ -152,7 +176,8 @@ def _declared_units(table: _Table, mapping: ColumnMapping) -> dict[str, str]:
     return {**table.meta.get("units", {}), **mapping.units}
 
 
-def _check_finite(table: _Table, name: str, arr: np.ndarray) -> None:
+def _check_finite(table: _Table, name: str, arr: Shaped[np.ndarray, "_rows ..."]) -> None:
+    """Checks that every value of column `name` is finite; names the first row that is not."""
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argmax(bad.reshape(bad.shape[0], -1).any(axis=1)))
@@ -162,6 +187,7 @@ def _check_finite(table: _Table, name: str, arr: np.ndarray) -> None:
 def _unit_factor(
     table: _Table, mapping: ColumnMapping, name: str, allowed: Sequence[str], what: str
 ) -> float:
+    """The factor to SI of column `name`'s declared unit (1 if none); checks that its kind is one of `allowed`."""
     declared = _declared_units(table, mapping)
     if name not in declared:
         return 1.0
@@ -189,162 +215,328 @@ def load_trajectories(
     [0, 2π). Velocities are read, or derived from the (unwrapped) positions by finite differences on the
     measured time grid.
 
+    The steps, in the order in which their errors are raised: read the file (`_read`); find the mapped columns
+    (`_mapped_columns`); check that they have the same number of rows and finite values (`_check_rows`); convert
+    to SI units (`_time_seconds`, `_coordinates_si`, `_inputs_array`); split into episodes (`_episodes`); check
+    each episode's time and build its trajectory (`_episode_trajectory`).
+
     Raises:
         FileNotFoundError: no such file.
         ValueError: naming the file, the column and the row of what is wrong.
     """
     if not isinstance(mapping, ColumnMapping):
         mapping = ColumnMapping.from_dict(mapping)
-    path = str(path)
-    table = _read(path)
+    table = _read(str(path))
+    cols = _mapped_columns(table, mapping, system, angles)
+    rows = _check_rows(table, mapping, cols)
+    t = _time_seconds(table, mapping, cols.time, rows)
+    q, qd = _coordinates_si(table, mapping, cols)
+    u = _inputs_array(cols, rows, system)
+    return [
+        _episode_trajectory(table, mapping, cols, label, idx, t, q, qd, u)
+        for label, idx in _episodes(cols.episode, rows)
+    ]
 
-    n = system.n_dof if system is not None else None
-    what = (
-        f"{type(system).__name__}'s {system.n_dof} coordinate(s) {system.coordinate_names}"
-        if system is not None
-        else "the coordinates"
+
+@dataclasses.dataclass(frozen=True)
+class _Columns:
+    """The columns that a mapping selects from a file, as read: not yet checked for rows, values or units.
+
+    Each of `positions`, `velocities` and `inputs` is one (rows,) array per coordinate (or input), named by
+    `position_columns`, `velocity_columns` and `input_columns`; `velocities` is None where they are derived,
+    `inputs` None where the mapping lists none. `coordinate_names`, `input_names` and `angles` are what the
+    trajectories take: the system's names, else the columns'.
+    """
+
+    time: Shaped[np.ndarray, " _rows"] | None
+    positions: list[Shaped[np.ndarray, " _rows"]]
+    position_columns: list[str]
+    velocities: list[Shaped[np.ndarray, " _rows"]] | None
+    velocity_columns: list[str]
+    inputs: list[Shaped[np.ndarray, " _rows"]] | None
+    input_columns: list[str]
+    episode: Shaped[np.ndarray, "_rows ..."] | None
+    coordinate_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    angles: tuple[bool, ...]
+
+
+def _mapped_columns(
+    table: _Table,
+    mapping: ColumnMapping,
+    system: AbstractSystem | None,
+    angles: Sequence[bool] | None,
+) -> _Columns:
+    """The mapped columns of `table`, in this order: positions, which of them are angles, velocities, inputs, time,
+    episode.
+
+    Checks that every mapped column exists, that time is 1-D, and that positions, velocities and inputs have as
+    many columns as the system has coordinates and inputs (without a system: velocities as many as positions).
+    """
+    what = _coordinates_what(system)
+    pos = _columns(
+        table, mapping.positions, "positions", None if system is None else system.n_dof, what
     )
-    pos = _columns(table, mapping.positions, "positions", n, what)
-    n = len(pos)
-    pos_names = _column_names(mapping.positions, n)
+    pos_names = _column_names(mapping.positions, len(pos))
+    is_angle = _angle_flags(table, mapping, system, angles, pos_names)
+    vel, vel_names = _velocity_columns(table, mapping, len(pos), what)
+    inp, in_names = _input_columns(table, mapping, system)
+    return _Columns(
+        time=_column(table, mapping.time, "time") if mapping.time is not None else None,
+        positions=pos,
+        position_columns=pos_names,
+        velocities=vel,
+        velocity_columns=vel_names,
+        inputs=inp,
+        input_columns=in_names,
+        episode=table.get(mapping.episode, "episode") if mapping.episode is not None else None,
+        coordinate_names=tuple(system.coordinate_names) if system is not None else tuple(pos_names),
+        input_names=tuple(system.input_names) if system is not None else tuple(in_names),
+        angles=is_angle,
+    )
+
+
+def _coordinates_what(system: AbstractSystem | None) -> str:
+    """The coordinates, as named in an error about the number of position or velocity columns."""
+    if system is None:
+        return "the coordinates"
+    return f"{type(system).__name__}'s {system.n_dof} coordinate(s) {system.coordinate_names}"
+
+
+def _angle_flags(
+    table: _Table,
+    mapping: ColumnMapping,
+    system: AbstractSystem | None,
+    angles: Sequence[bool] | None,
+    pos_names: list[str],
+) -> tuple[bool, ...]:
+    """Which coordinates are angles: the system's, else `angles`, else those of a declared angle unit.
+
+    Checks that `angles` has one entry per coordinate, and that the declared units of the position columns parse
+    (only where neither a system nor `angles` is given; a single 2-D array is then never an angle).
+    """
     if system is not None:
-        is_angle = tuple(system.angles)
-    elif angles is not None:
+        return tuple(system.angles)
+    if angles is not None:
         is_angle = tuple(bool(a) for a in angles)
-        if len(is_angle) != n:
-            raise ValueError(f"{path}: angles has {len(is_angle)} entries for {n} coordinates")
+        if len(is_angle) != len(pos_names):
+            raise ValueError(
+                f"{table.path}: angles has {len(is_angle)} entries for {len(pos_names)} coordinates"
+            )
+        return is_angle
+    units = _declared_units(table, mapping)
+    return tuple(
+        isinstance(mapping.positions, tuple)
+        and parse_unit(units[c], f"{table.path}: column {c!r}")[0] == "angle"
+        if c in units
+        else False
+        for c in pos_names
+    )
+
+
+def _velocity_columns(
+    table: _Table, mapping: ColumnMapping, n: int, what: str
+) -> tuple[list[Shaped[np.ndarray, " _rows"]] | None, list[str]]:
+    """The velocity columns and their names, one per coordinate; (None, []) where they are to be derived.
+
+    Checks that they exist and that there are `n` of them.
+    """
+    if mapping.derive_velocities:
+        return None, []
+    vel = _columns(table, mapping.velocities, "velocities", n, what)
+    return vel, _column_names(mapping.velocities, n)
+
+
+def _input_columns(
+    table: _Table, mapping: ColumnMapping, system: AbstractSystem | None
+) -> tuple[list[Shaped[np.ndarray, " _rows"]] | None, list[str]]:
+    """The input columns and their names; (None, []) where the mapping lists none.
+
+    Checks that they exist and that there is one per input of `system`.
+    """
+    if not mapping.inputs:
+        return None, []
+    if system is None:
+        m, in_what = None, "the inputs"
     else:
-        units = _declared_units(table, mapping)
-        is_angle = tuple(
-            isinstance(mapping.positions, tuple)
-            and parse_unit(units[c], f"{path}: column {c!r}")[0] == "angle"
-            if c in units
-            else False
-            for c in pos_names
-        )
-    coord_names = tuple(system.coordinate_names) if system is not None else tuple(pos_names)
+        m = system.n_inputs
+        in_what = f"{type(system).__name__}'s {system.n_inputs} input(s) {system.input_names}"
+    inp = _columns(table, mapping.inputs, "inputs", m, in_what)
+    return inp, _column_names(mapping.inputs, len(inp))
 
-    vel = None
-    vel_names: list[str] = []
-    if not mapping.derive_velocities:
-        vel = _columns(table, mapping.velocities, "velocities", n, what)
-        vel_names = _column_names(mapping.velocities, n)
 
-    m = system.n_inputs if system is not None else None
-    if mapping.inputs:
-        in_what = (
-            f"{type(system).__name__}'s {system.n_inputs} input(s) {system.input_names}"
-            if system is not None
-            else "the inputs"
-        )
-        inp = _columns(table, mapping.inputs, "inputs", m, in_what)
-        in_names = _column_names(mapping.inputs, len(inp))
-    else:
-        inp, in_names = None, []
-    input_names = tuple(system.input_names) if system is not None else tuple(in_names)
+def _check_rows(table: _Table, mapping: ColumnMapping, cols: _Columns) -> int:
+    """The number of rows, after checking that every used column has that many and only finite values.
 
-    t = _column(table, mapping.time, "time") if mapping.time is not None else None
-    episode = table.get(mapping.episode, "episode") if mapping.episode is not None else None
-
-    # Every used column: the same number of rows, finite values.
-    used = {}
-    if t is not None:
-        used[mapping.time] = t
-    used.update(zip(pos_names, pos, strict=True))
-    if vel is not None:
-        used.update(zip(vel_names, vel, strict=True))
-    if inp is not None:
-        used.update(zip(in_names, inp, strict=True))
-    if episode is not None:
-        used[mapping.episode] = episode
+    The columns are checked in the order time, positions, velocities, inputs, episode; the error names the first
+    bad one and its first bad row.
+    """
+    used: dict[str, Shaped[np.ndarray, "_rows ..."]] = {}
+    if cols.time is not None:
+        used[mapping.time] = cols.time
+    used.update(zip(cols.position_columns, cols.positions, strict=True))
+    if cols.velocities is not None:
+        used.update(zip(cols.velocity_columns, cols.velocities, strict=True))
+    if cols.inputs is not None:
+        used.update(zip(cols.input_columns, cols.inputs, strict=True))
+    if cols.episode is not None:
+        used[mapping.episode] = cols.episode
     n_rows = {k: v.shape[0] for k, v in used.items()}
     if len(set(n_rows.values())) > 1:
-        raise ValueError(f"{path}: columns have different numbers of rows: {n_rows}")
+        raise ValueError(f"{table.path}: columns have different numbers of rows: {n_rows}")
     rows = next(iter(n_rows.values()))
     for name, arr in used.items():
         _check_finite(table, name, arr)
+    return rows
 
-    # Units: convert to SI, and refuse a length where the system has an angle (and vice versa).
-    def kinds(i, rate=False):
-        if is_angle[i]:
-            return ("angle/time",) if rate else ("angle",)
-        return ("length/time", "dimensionless") if rate else ("length", "dimensionless")
 
-    def coord(i):
-        return f"coordinate {coord_names[i]!r} ({'an angle' if is_angle[i] else 'not an angle'})"
+def _time_seconds(
+    table: _Table, mapping: ColumnMapping, t: Shaped[np.ndarray, " rows"] | None, rows: int
+) -> Float[np.ndarray, " rows"]:
+    """The time column in s, or `mapping.dt` steps from 0 where there is none.
 
-    if t is not None:
-        t = t.astype(float) * _unit_factor(table, mapping, mapping.time, ("time",), "time")
-    else:
-        t = mapping.dt * np.arange(rows, dtype=float)
+    Checks that the time column's declared unit, if any, is a time.
+    """
+    if t is None:
+        return mapping.dt * np.arange(rows, dtype=float)
+    return t.astype(float) * _unit_factor(table, mapping, mapping.time, ("time",), "time")
+
+
+def _coordinates_si(
+    table: _Table, mapping: ColumnMapping, cols: _Columns
+) -> tuple[Float[np.ndarray, "rows n"], Float[np.ndarray, "rows n"] | None]:
+    """Positions (and velocities, where read) in SI units, stacked to (rows, n).
+
+    Checks that each column's declared unit fits its coordinate: an angle (per time) for an angle, a length (per
+    time) or dimensionless for any other; positions first, then velocities.
+    """
     pos = [
-        p.astype(float) * _unit_factor(table, mapping, c, kinds(i), coord(i))
-        for i, (c, p) in enumerate(zip(pos_names, pos, strict=True))
+        p.astype(float)
+        * _unit_factor(table, mapping, c, _allowed_kinds(cols.angles[i]), _describe(cols, i))
+        for i, (c, p) in enumerate(zip(cols.position_columns, cols.positions, strict=True))
     ]
-    if vel is not None:
+    vel = None
+    if cols.velocities is not None:
         vel = [
             v.astype(float)
-            * _unit_factor(table, mapping, c, kinds(i, True), f"the velocity of {coord(i)}")
-            for i, (c, v) in enumerate(zip(vel_names, vel, strict=True))
+            * _unit_factor(
+                table,
+                mapping,
+                c,
+                _allowed_kinds(cols.angles[i], rate=True),
+                f"the velocity of {_describe(cols, i)}",
+            )
+            for i, (c, v) in enumerate(zip(cols.velocity_columns, cols.velocities, strict=True))
         ]
-    if inp is not None:
-        inp = [x.astype(float) for x in inp]
-
     q_all = np.stack(pos, axis=1)
     qd_all = np.stack(vel, axis=1) if vel is not None else None
-    u_all = (
-        np.stack(inp, axis=1)
-        if inp is not None
-        else np.zeros((rows, 0 if system is None else system.n_inputs))
-    )
+    return q_all, qd_all
 
+
+def _allowed_kinds(is_angle: bool, rate: bool = False) -> tuple[str, ...]:
+    """The unit kinds that a coordinate (`rate`: its velocity) may be declared in."""
+    if is_angle:
+        return ("angle/time",) if rate else ("angle",)
+    return ("length/time", "dimensionless") if rate else ("length", "dimensionless")
+
+
+def _describe(cols: _Columns, i: int) -> str:
+    """Coordinate `i`, as named in an error about its unit."""
+    kind = "an angle" if cols.angles[i] else "not an angle"
+    return f"coordinate {cols.coordinate_names[i]!r} ({kind})"
+
+
+def _inputs_array(
+    cols: _Columns, rows: int, system: AbstractSystem | None
+) -> Float[np.ndarray, "rows m"]:
+    """The inputs as (rows, m) floats; zeros, one column per input of `system` (none without), where unmapped."""
+    if cols.inputs is None:
+        return np.zeros((rows, 0 if system is None else system.n_inputs))
+    return np.stack([x.astype(float) for x in cols.inputs], axis=1)
+
+
+def _episodes(
+    episode: Shaped[np.ndarray, "rows ..."] | None, rows: int
+) -> list[tuple[str, Int[np.ndarray, " _k"]]]:
+    """(label, row indices) of each episode, in the order of their first rows; one unlabelled one without ids."""
     if episode is None:
-        groups = [("", np.arange(rows))]
-    else:
-        ids, first = np.unique(episode, return_index=True)
-        groups = [
-            (f"episode {ids[j]:g}", np.flatnonzero(episode == ids[j])) for j in np.argsort(first)
-        ]
+        return [("", np.arange(rows))]
+    ids, first = np.unique(episode, return_index=True)
+    return [(f"episode {ids[j]:g}", np.flatnonzero(episode == ids[j])) for j in np.argsort(first)]
 
-    out = []
-    for label, idx in groups:
-        source = f"{path} {label}".strip()
-        if idx.size < 2:
-            raise ValueError(f"{source}: only {idx.size} row(s); a trajectory needs at least 2")
-        te = t[idx]
-        step = np.diff(te)
-        if np.any(step <= 0):
-            k = int(np.argmax(step <= 0)) + 1
-            name = mapping.time if mapping.time is not None else "dt"
-            raise ValueError(
-                f"{path}: column {name!r} {table.row(int(idx[k]))}: time {float(te[k])!r} is not after "
-                f"the previous row's {float(te[k - 1])!r} (time must increase strictly)"
-                + (f" in {label}" if label else "")
-            )
-        q = q_all[idx].copy()
-        if mapping.unwrap:
-            for i in range(n):
-                if is_angle[i]:
-                    q[:, i] = unwrap(q[:, i])
-        if qd_all is not None:
-            qd = qd_all[idx]
-        else:
-            qd = finite_difference(q, te, mapping.velocities)
-        traj = Trajectory(
-            t=te,
-            q=q,
-            qd=qd,
-            u=u_all[idx],
-            coordinate_names=coord_names,
-            input_names=input_names,
-            angles=is_angle,
-            source=source,
-            meta=table.meta,
+
+def _episode_trajectory(
+    table: _Table,
+    mapping: ColumnMapping,
+    cols: _Columns,
+    label: str,
+    idx: Int[np.ndarray, " k"],
+    t: Float[np.ndarray, " rows"],
+    q_all: Float[np.ndarray, "rows n"],
+    qd_all: Float[np.ndarray, "rows n"] | None,
+    u_all: Float[np.ndarray, "rows m"],
+) -> Trajectory:
+    """The trajectory of the rows `idx` (episode `label`): angles unwrapped, velocities read or derived, resampled
+    if the mapping asks.
+
+    Checks that the episode has at least 2 rows and that its time increases strictly.
+    """
+    source = f"{table.path} {label}".strip()
+    if idx.size < 2:
+        raise ValueError(f"{source}: only {idx.size} row(s); a trajectory needs at least 2")
+    te = t[idx]
+    _check_time_increases(table, mapping, label, idx, te)
+    q = q_all[idx].copy()
+    if mapping.unwrap:
+        q = _unwrap_angles(q, cols.angles)
+    if qd_all is not None:
+        qd = qd_all[idx]
+    else:
+        qd = finite_difference(q, te, mapping.velocities)
+    traj = Trajectory(
+        t=te,
+        q=q,
+        qd=qd,
+        u=u_all[idx],
+        coordinate_names=cols.coordinate_names,
+        input_names=cols.input_names,
+        angles=cols.angles,
+        source=source,
+        meta=table.meta,
+    )
+    if mapping.resample is not None:
+        traj = traj.resample(mapping.resample)
+    return traj
+
+
+def _check_time_increases(
+    table: _Table,
+    mapping: ColumnMapping,
+    label: str,
+    idx: Int[np.ndarray, " k"],
+    te: Float[np.ndarray, " k"],
+) -> None:
+    """Checks that the times `te` of the rows `idx` (episode `label`) increase strictly; names the first row that
+    does not."""
+    step = np.diff(te)
+    if np.any(step <= 0):
+        k = int(np.argmax(step <= 0)) + 1
+        name = mapping.time if mapping.time is not None else "dt"
+        raise ValueError(
+            f"{table.path}: column {name!r} {table.row(int(idx[k]))}: time {float(te[k])!r} is not after "
+            f"the previous row's {float(te[k - 1])!r} (time must increase strictly)"
+            + (f" in {label}" if label else "")
         )
-        if mapping.resample is not None:
-            traj = traj.resample(mapping.resample)
-        out.append(traj)
-    return out
+
+
+def _unwrap_angles(
+    q: Float[np.ndarray, "k n"], angles: tuple[bool, ...]
+) -> Float[np.ndarray, "k n"]:
+    """`q` with its angle coordinates (where `angles[i]`) unwrapped, in place."""
+    for i in range(q.shape[1]):
+        if angles[i]:
+            q[:, i] = unwrap(q[:, i])
+    return q
 
 
 def load_trajectory(
@@ -363,7 +555,9 @@ def load_trajectory(
     return trajs[0]
 
 
-def finite_difference(p: np.ndarray, t: np.ndarray, method: str = "central") -> np.ndarray:
+def finite_difference(
+    p: Float[np.ndarray, "rows n"], t: Float[np.ndarray, " rows"], method: str = "central"
+) -> Float[np.ndarray, "rows n"]:
     """Velocities from positions p (N, n) on a possibly non-uniform grid t (N,).
 
     "central": second order on the non-uniform grid (`np.gradient`), one-sided at the ends.
@@ -380,7 +574,9 @@ def finite_difference(p: np.ndarray, t: np.ndarray, method: str = "central") -> 
     raise ValueError(f"finite_difference method must be 'central' or 'backward', got {method!r}")
 
 
-def _column_names(names, width: int) -> list[str]:
+def _column_names(names: tuple[str, ...] | str, width: int) -> list[str]:
+    """The names of the `width` coordinates of `names`: the columns, or for a 2-D array its name (width 1) or
+    `name[i]`."""
     if isinstance(names, str):
         return [names] if width == 1 else [f"{names}[{i}]" for i in range(width)]
     return list(names)

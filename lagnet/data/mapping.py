@@ -31,7 +31,8 @@ _KEYS = (
 )
 
 
-def _names(value, key: str, where: str) -> tuple[str, ...] | str:
+def _names(value: Any, key: str, where: str) -> tuple[str, ...] | str:
+    """`value` as a column name or a tuple of names; a `ValueError` naming `where.key` if it is neither."""
     if isinstance(value, str):
         return value
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
@@ -59,7 +60,7 @@ class ColumnMapping:
     unwrap: bool = True
     resample: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.time is None and self.dt is None:
             raise ValueError("ColumnMapping needs a time column (`time`) or a fixed step (`dt`)")
         if self.time is not None and self.dt is not None:
@@ -83,6 +84,7 @@ class ColumnMapping:
 
     @property
     def derive_velocities(self) -> bool:
+        """Whether velocities are derived from positions (`velocities` is "central" or "backward")."""
         return isinstance(self.velocities, str) and self.velocities in DERIVE
 
     @classmethod

@@ -107,10 +107,11 @@ class Window(eqx.Module):
     Batched (from `WindowDataset.batch`) every field has a leading batch axis.
     """
 
-    q: Float[Array, "k+1 n"]
-    qd: Float[Array, "k+1 n"]
-    u: Float[Array, "k m"]
-    dt: Float[Array, " k"]
+    # A field cannot refer to another field's axis by an expression: `states` is k + 1.
+    q: Float[Array, "*batch states n"]
+    qd: Float[Array, "*batch states n"]
+    u: Float[Array, "*batch k m"]
+    dt: Float[Array, "*batch k"]
 
 
 class WindowDataset(eqx.Module):

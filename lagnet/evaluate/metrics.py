@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.angles import wrap
 from ..rollout import rollout
 
 
@@ -14,7 +15,7 @@ def angle_aware_difference(pred, true, angles):
     """pred − true, with angle coordinates wrapped to [−π, π) (a prediction one turn off is exact)."""
     d = pred - true
     is_angle = jnp.asarray(angles, bool)
-    return jnp.where(is_angle, jnp.mod(d + jnp.pi, 2 * jnp.pi) - jnp.pi, d)
+    return jnp.where(is_angle, wrap(d), d)
 
 
 def state_abs_error(q_pred, qd_pred, q_true, qd_true, angles):

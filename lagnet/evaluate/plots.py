@@ -1,12 +1,12 @@
 """Figures and the Markdown report of an evaluation (matplotlib, written to PNG)."""
 
-import os
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from ..simulate import true_plant  # noqa: E402
 
 UNITS = {
     "x": "m",
@@ -146,7 +146,7 @@ def plot_learned_parts(model, trajs, path: str) -> str | None:
     step = max(traj.n_rows // 4000, 1)
     q, qd, u = (jnp.asarray(x[::step]) for x in (traj.q, traj.qd, traj.u))
     learned = np.asarray(jax.vmap(model.nonconservative_force)(q, qd, u.astype(q.dtype)))
-    plant = _true_plant(traj.meta)
+    plant = true_plant(traj.meta)
     true = np.asarray(jax.vmap(plant.unmodelled_force)(q, qd)) if plant is not None else None
     names = model.system.coordinate_names
     fig, axs = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3), squeeze=False)
@@ -175,61 +175,4 @@ def plot_learned_parts(model, trajs, path: str) -> str | None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return path
-
-
-def _true_plant(meta: dict):
-    """The simulated rig's true plant from a data file's metadata, or None (measured or unknown data)."""
-    import dataclasses
-
-    from ..data.rigs import CartPoleRig, PendulumRig
-
-    rigs = {
-        "lagnet.data.rigs.cartpole.CartPoleRig": CartPoleRig,
-        "lagnet.data.rigs.pendulum.PendulumRig": PendulumRig,
-    }
-    cls = rigs.get(meta.get("generator", ""))
-    if cls is None:
-        return None
-    fields = {f.name for f in dataclasses.fields(cls)}
-    params = {
-        k: tuple(v) if isinstance(v, list) else v
-        for k, v in meta.get("params", {}).items()
-        if k in fields
-    }
-    return cls(**params).plant()
-
-
-def write_report(metrics: dict, figures: dict, path: str) -> str:
-    from .run import format_table
-
-    folder = os.path.dirname(path)
-    lines = [
-        f"# Evaluation of {metrics['run']}",
-        "",
-        f"Model `{metrics['model_type']}` with `{metrics['integrator']}`, on {', '.join(metrics['data'])}.",
-        "",
-        f"Mean ± std over {metrics['windows']} windows of {metrics['horizon']} steps of the per-window mean "
-        "absolute error (angles compared as angles):",
-        "",
-        format_table(metrics),
-        "",
-        f"Long rollout of {metrics['long_rollout']['steps']} steps from a measured state: "
-        f"valid prediction time {metrics['long_rollout']['valid_prediction_time_s']:.2f} s "
-        f"({metrics['long_rollout']['valid_prediction_tolerance']}), "
-        f"max energy error {metrics['long_rollout']['energy_error_max']:.3g} J, "
-        f"unforced energy drift {metrics['long_rollout']['unforced_energy_drift_per_s']:.3g} J/s, "
-        f"reversibility error {metrics['long_rollout']['reversibility_error']:.3g}"
-        + (
-            ""
-            if metrics["long_rollout"]["ok"]
-            else f"; the rollout FAILED at step {metrics['long_rollout']['failed_step']}"
-        )
-        + ".",
-        "",
-    ]
-    for label, fig in figures.items():
-        lines.append(f"![{label}]({os.path.relpath(fig, folder)})")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
     return path

@@ -1,6 +1,7 @@
 """The integrator interface: one step of a second-order system q̈ = a(q, q̇, u)."""
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -26,17 +27,12 @@ def explicit_info(dtype) -> StepInfo:
     return StepInfo(converged=jnp.array(True), error=jnp.zeros((), dtype))
 
 
-def velocity_dependent(model) -> bool:
-    """Whether the model's q̈ depends on q̇ (static). Unknown models are assumed to (the safe choice)."""
-    return bool(getattr(model, "velocity_dependent", True))
-
-
 class AbstractIntegrator(eqx.Module):
     """One step of a second-order system q̈ = a(q, q̇, u) with u held constant over the step.
 
-    The only thing an integrator calls on the model is `model.acceleration(q, qd, u)`, plus the static
-    `model.velocity_dependent` (default True) that lets q-only forces take cheaper paths (explicit leapfrog,
-    reused accelerations). `Variational` also reads the model's Lagrangian (see its docstring).
+    The model is an `AbstractDynamics`: an integrator calls `model.acceleration(q, qd, u)` and reads the static
+    `model.velocity_dependent`, which lets q-only forces take cheaper paths (explicit leapfrog, reused
+    accelerations). `Variational` needs an `AbstractLagrangianDynamics` (see its docstring).
 
     An integrator may carry a state between steps (e.g. the last acceleration): `init` builds it, `step` returns
     the next one. Functions take one sample; batch with `jax.vmap` outside. Negative `dt` steps backwards in time.
@@ -82,6 +78,26 @@ class AbstractIntegrator(eqx.Module):
     @abc.abstractmethod
     def symmetric(self) -> bool:
         """True when stepping with −dt exactly undoes +dt (time reversible)."""
+
+
+class AbstractRootFinder(eqx.Module):
+    """Solves residual(x) = 0 for x of shape (n,) from a warm start x0: what an implicit step calls."""
+
+    @abc.abstractmethod
+    def solve(
+        self, residual: Callable[[Float[Array, " n"]], Float[Array, " n"]], x0: Float[Array, " n"]
+    ) -> tuple[Float[Array, " n"], StepInfo]:
+        """The root x and a `StepInfo`: `converged` (the tolerance was met and x is finite) and `error` (the size
+        of the last correction)."""
+
+
+class AbstractImplicitIntegrator(AbstractIntegrator):
+    """An integrator whose step solves an equation for the new state (for some models at least), by its
+    `root_finder` (diffrax's pattern): the solver settings live in one place, `Newton(iterations, rtol, atol)` by
+    default, and a step's convergence is reported in its `StepInfo`.
+    """
+
+    root_finder: eqx.AbstractVar[AbstractRootFinder]
 
 
 def zero_order_hold_acceleration(

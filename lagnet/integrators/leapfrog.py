@@ -2,17 +2,16 @@
 
 import equinox as eqx
 
-from ._newton import newton
 from .base import (
-    AbstractIntegrator,
-    StepInfo,
+    AbstractImplicitIntegrator,
+    AbstractRootFinder,
     explicit_info,
-    velocity_dependent,
     zero_order_hold_acceleration,
 )
+from .newton import Newton
 
 
-class Leapfrog(AbstractIntegrator):
+class Leapfrog(AbstractImplicitIntegrator):
     """Störmer–Verlet (velocity Verlet), half kick, drift, half kick:
 
         q̇_{k+½} = q̇_k + h/2 a_k,   q_{k+1} = q_k + h q̇_{k+½},   q̇_{k+1} = q̇_{k+½} + h/2 a_{k+1},
@@ -28,7 +27,7 @@ class Leapfrog(AbstractIntegrator):
 
     Velocity-dependent forces (friction, Coriolis terms, a learned Q(q, q̇, u)):
     - `implicit_kick=True` (default): the last half kick q̇_{k+1} = q̇_{k+½} + h/2 a(q_{k+1}, q̇_{k+1}, u_k) is
-      solved for a_{k+1} by `newton_iterations` Newton steps (J = I − h/2 ∂a/∂q̇, by autodiff). The map stays
+      solved for a_{k+1} by the `root_finder` (default `Newton()`; J = I − h/2 ∂a/∂q̇, by autodiff). The map stays
       symmetric (time reversible) and of order 2, at the price of an n×n solve per iteration; convergence is
       reported in `StepInfo.converged`.
     - `implicit_kick=False`: the velocity in the last kick is predicted, q̇* = q̇_k + h a_k (an O(h²) error in
@@ -37,15 +36,7 @@ class Leapfrog(AbstractIntegrator):
     """
 
     implicit_kick: bool = eqx.field(static=True, default=True)
-    newton_iterations: int = eqx.field(static=True, default=8)
-    rtol: float | None = eqx.field(static=True, default=None)
-    atol: float | None = eqx.field(static=True, default=None)
-
-    def __check_init__(self):
-        if self.newton_iterations < 1:
-            raise ValueError(
-                f"Leapfrog.newton_iterations must be >= 1, got {self.newton_iterations}"
-            )
+    root_finder: AbstractRootFinder = Newton()
 
     def init(self, model, q, qd, u):
         return model.acceleration(q, qd, u).astype(q.dtype), u
@@ -56,7 +47,7 @@ class Leapfrog(AbstractIntegrator):
         half = 0.5 * dt
         qd_half = qd + half * a0
         q1 = q + dt * qd_half
-        if not velocity_dependent(model):
+        if not model.velocity_dependent:
             a1 = model.acceleration(q1, qd_half, u).astype(q.dtype)
             info = explicit_info(q.dtype)
         elif not self.implicit_kick:
@@ -67,10 +58,7 @@ class Leapfrog(AbstractIntegrator):
             def residual(a1):
                 return a1 - model.acceleration(q1, qd_half + half * a1, u)
 
-            a1, converged, error = newton(
-                residual, a0, iterations=self.newton_iterations, rtol=self.rtol, atol=self.atol
-            )
-            info = StepInfo(converged=converged, error=error)
+            a1, info = self.root_finder.solve(residual, a0)
         return q1, qd_half + half * a1, (a1, u), info
 
     # The method's properties (see AbstractIntegrator), constant for this class.

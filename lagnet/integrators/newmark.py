@@ -2,17 +2,16 @@
 
 import equinox as eqx
 
-from ._newton import newton
 from .base import (
-    AbstractIntegrator,
-    StepInfo,
+    AbstractImplicitIntegrator,
+    AbstractRootFinder,
     explicit_info,
-    velocity_dependent,
     zero_order_hold_acceleration,
 )
+from .newton import Newton
 
 
-class Newmark(AbstractIntegrator):
+class Newmark(AbstractImplicitIntegrator):
     """Newmark's method: blend the accelerations at both ends of the step,
 
         q_{k+1} = q_k + h q̇_k + h² [(½ − β) a_k + β a_{k+1}],
@@ -34,7 +33,7 @@ class Newmark(AbstractIntegrator):
 
         a_{k+1} = a(q* + β h² a_{k+1}, q̇* + γ h a_{k+1}, u_k),
 
-    by `newton_iterations` Newton steps from a_k (J = I − βh² ∂a/∂q − γh ∂a/∂q̇ by autodiff; convergence in
+    by the `root_finder` (default `Newton()`) from a_k (J = I − βh² ∂a/∂q − γh ∂a/∂q̇ by autodiff; convergence in
     `StepInfo.converged`). It is explicit (one acceleration per step, a_{k+1} carried to the next step) when
     β = 0 and the force depends on q only. Velocity-dependent forces (friction, Coriolis terms, a learned
     Q(q, q̇, u)) enter the same Newton solve (also for β = 0 unless γ = 0): order, symmetry and stability are
@@ -46,19 +45,13 @@ class Newmark(AbstractIntegrator):
 
     beta: float = eqx.field(static=True, default=0.25)
     gamma: float = eqx.field(static=True, default=0.5)
-    newton_iterations: int = eqx.field(static=True, default=8)
-    rtol: float | None = eqx.field(static=True, default=None)
-    atol: float | None = eqx.field(static=True, default=None)
+    root_finder: AbstractRootFinder = Newton()
 
     def __check_init__(self):
         if not self.beta >= 0:
             raise ValueError(f"Newmark.beta must be >= 0, got {self.beta}")
         if not self.gamma >= 0:
             raise ValueError(f"Newmark.gamma must be >= 0, got {self.gamma}")
-        if self.newton_iterations < 1:
-            raise ValueError(
-                f"Newmark.newton_iterations must be >= 1, got {self.newton_iterations}"
-            )
 
     def init(self, model, q, qd, u):
         return model.acceleration(q, qd, u).astype(q.dtype), u
@@ -70,7 +63,7 @@ class Newmark(AbstractIntegrator):
         gh = self.gamma * dt
         q_pred = q + dt * qd + (0.5 - self.beta) * dt**2 * a0
         qd_pred = qd + (1 - self.gamma) * dt * a0
-        vd = velocity_dependent(model)
+        vd = model.velocity_dependent
         if self.beta == 0 and (not vd or self.gamma == 0):
             a1 = model.acceleration(q_pred, qd_pred, u).astype(q.dtype)
             info = explicit_info(q.dtype)
@@ -79,10 +72,7 @@ class Newmark(AbstractIntegrator):
             def residual(a1):
                 return a1 - model.acceleration(q_pred + bh2 * a1, qd_pred + gh * a1, u)
 
-            a1, converged, error = newton(
-                residual, a0, iterations=self.newton_iterations, rtol=self.rtol, atol=self.atol
-            )
-            info = StepInfo(converged=converged, error=error)
+            a1, info = self.root_finder.solve(residual, a0)
         return q_pred + bh2 * a1, qd_pred + gh * a1, (a1, u), info
 
     @property

@@ -4,24 +4,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._newton import newton
-from .base import AbstractIntegrator, StepInfo
+from ..systems.base import AbstractLagrangianDynamics
+from .base import AbstractImplicitIntegrator, AbstractRootFinder
+from .newton import Newton
 
 _RULES = ("trapezoid", "midpoint")
 
 
-def _require(model, name: str):
-    if not hasattr(model, name):
-        raise TypeError(
-            f"Variational needs the model's Lagrangian: {type(model).__name__} has no `{name}` "
-            "(it needs `mass_matrix(q)`, `potential_energy(q)` and `acceleration(q, qd, u)`)"
-        )
-
-
 def _kinetic(model, q, v):
-    if hasattr(model, "kinetic_energy"):
-        return model.kinetic_energy(q, v)
-    return 0.5 * v @ model.mass_matrix(q) @ v
+    return model.kinetic_energy(q, v)
 
 
 def _lagrangian(model, q, v):
@@ -43,11 +34,11 @@ def _nonconservative_force(model, q, v, u):
     return dp_dt - jax.grad(_lagrangian, argnums=1)(model, q, v)
 
 
-class Variational(AbstractIntegrator):
+class Variational(AbstractImplicitIntegrator):
     """The variational integrator of a discrete Lagrangian L_h(q0, q1) ≈ ∫₀ʰ L dt, with discrete forces.
 
-    The continuous Lagrangian is the model's own, L(q, q̇) = T(q, q̇) − V(q) with T = `model.kinetic_energy`
-    (or ½ q̇ᵀ M(q) q̇ from `model.mass_matrix`) and V = `model.potential_energy`; it must be quadratic in q̇.
+    The continuous Lagrangian is the model's own (an `AbstractLagrangianDynamics`), L(q, q̇) = T(q, q̇) − V(q)
+    with T = `model.kinetic_energy` and V = `model.potential_energy`; it must be quadratic in q̇.
     Everything else the model's `acceleration` does is a non-conservative generalised force
 
         F(q, q̇, u) = d/dt ∂L/∂q̇ − ∂L/∂q  evaluated at q̈ = a(q, q̇, u),
@@ -64,10 +55,11 @@ class Variational(AbstractIntegrator):
         p_k = −D1 L_h(q_k, q_{k+1}) − F⁻(q_k, q_{k+1})     (solved for q_{k+1} by Newton),
         p_{k+1} = D2 L_h(q_k, q_{k+1}) + F⁺(q_k, q_{k+1}),   q̇_{k+1} = M(q_{k+1})⁻¹ p_{k+1}.
 
-    D1, D2 and the Newton Jacobian come from autodiff; `newton_iterations` steps from q_k + h q̇_k, convergence in
-    `StepInfo.converged`. Order 2, symmetric, and symplectic in (q, p) for the conservative part (exactly when F
-    = 0). With L = ½|q̇|² − V and the trapezoid, D2 L_h(q_{k−1}, q_k) + D1 L_h(q_k, q_{k+1}) = 0 is
-    q_{k+1} − 2q_k + q_{k−1} = −h²∇V(q_k): Störmer–Verlet, reproduced to rounding.
+    D1, D2 and the Newton Jacobian come from autodiff; the `root_finder` (default `Newton()`) starts from
+    q_k + h q̇_k, convergence in `StepInfo.converged`. Order 2, symmetric, and symplectic in (q, p) for the
+    conservative part (exactly when F = 0). With L = ½|q̇|² − V and the trapezoid,
+    D2 L_h(q_{k−1}, q_k) + D1 L_h(q_k, q_{k+1}) = 0 is q_{k+1} − 2q_k + q_{k−1} = −h²∇V(q_k): Störmer–Verlet,
+    reproduced to rounding.
 
     Velocity-dependent forces (Coriolis terms are part of L; friction and learned forces enter F) are evaluated
     at the discrete velocity v̄ and so are implicit in q_{k+1}; the method keeps order 2 and symmetry, each
@@ -75,17 +67,11 @@ class Variational(AbstractIntegrator):
     """
 
     rule: str = eqx.field(static=True, default="trapezoid")
-    newton_iterations: int = eqx.field(static=True, default=8)
-    rtol: float | None = eqx.field(static=True, default=None)
-    atol: float | None = eqx.field(static=True, default=None)
+    root_finder: AbstractRootFinder = Newton()
 
     def __check_init__(self):
         if self.rule not in _RULES:
             raise ValueError(f"Variational.rule must be one of {_RULES}, got {self.rule!r}")
-        if self.newton_iterations < 1:
-            raise ValueError(
-                f"Variational.newton_iterations must be >= 1, got {self.newton_iterations}"
-            )
 
     def discrete_lagrangian(self, model, q0, q1, dt):
         """L_h(q0, q1) for the chosen quadrature rule."""
@@ -105,8 +91,11 @@ class Variational(AbstractIntegrator):
         return f, f
 
     def init(self, model, q, qd, u):
-        for name in ("potential_energy", "mass_matrix"):
-            _require(model, name)
+        if not isinstance(model, AbstractLagrangianDynamics):
+            raise TypeError(
+                f"Variational needs the model's Lagrangian: {type(model).__name__} is not an "
+                "AbstractLagrangianDynamics (it needs `mass_matrix(q)` and `potential_energy(q)`)"
+            )
         return None
 
     def step(self, model, q, qd, u, dt, state):
@@ -118,13 +107,11 @@ class Variational(AbstractIntegrator):
             f_minus, _ = self.discrete_forces(model, q, q1, u, dt)
             return p0 + d1(model, q, q1, dt) + f_minus
 
-        q1, converged, error = newton(
-            residual, q + dt * qd, iterations=self.newton_iterations, rtol=self.rtol, atol=self.atol
-        )
+        q1, info = self.root_finder.solve(residual, q + dt * qd)
         _, f_plus = self.discrete_forces(model, q, q1, u, dt)
         p1 = d2(model, q, q1, dt) + f_plus
         qd1 = jnp.linalg.solve(model.mass_matrix(q1), p1).astype(q.dtype)
-        return q1, qd1, None, StepInfo(converged=converged, error=error)
+        return q1, qd1, None, info
 
     # The method's properties (see AbstractIntegrator), constant for this class.
     order = 2

@@ -6,6 +6,7 @@ from .features import OutputScale as OutputScale
 from .features import StateFeatures as StateFeatures
 from .friction import Friction as Friction
 from .friction import fit_friction as fit_friction
+from .history import InputHistory as InputHistory
 from .mlp import make_mlp as make_mlp
 from .passive import ContactNetwork as ContactNetwork
 from .passive import PassiveFriction as PassiveFriction

@@ -1,84 +1,67 @@
-"""Learned models: anything `lagnet.rollout` can step, q̈ = f(q, q̇, u)."""
+"""The learned-model interface: known mechanics composed with learned parts, q̈ = f(q, q̇, u)."""
 
 import abc
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 
-from .._types import Q, QDDot, QDot, U
-from ..systems import AbstractSystem
+from ..systems.base import AbstractDynamics, AbstractSystem
 from .features import OutputScale, StateFeatures
+from .history import InputHistory
 
 
-class AbstractModel(eqx.Module):
-    """A model of q̈ = f(q, q̇, u) for one sample, built around a known `system` (its coordinates, angles and inputs).
+class AbstractModel(AbstractDynamics):
+    """A model of q̈ = f(q, q̇, u) for one sample, built around a known `system` (its coordinates, angles,
+    inputs, and whatever physics the model keeps).
 
-    `trainable()` says which leaves an optimiser may change (a pytree of bools shaped like the model): the known
-    system's parameters are frozen unless a model marks them learnable.
+    The model reads the stacked input ū = (u_t, u_{t−1}, …, u_{t−k}) of its `history` (k = `input_history`),
+    so `n_inputs` is m (k + 1). `trainable()` says which leaves an optimiser may change (a pytree of bools
+    shaped like the model); `frozen_known_parts` is the usual answer.
     """
 
     system: eqx.AbstractVar[AbstractSystem]
+    input_history: eqx.AbstractVar[int]
 
     @abc.abstractmethod
-    def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot: ...
+    def trainable(self):
+        """A filter spec for `eqx.partition`: True for the inexact arrays an optimiser updates."""
 
     @property
-    def velocity_dependent(self) -> bool:
-        return True
+    def history(self) -> InputHistory:
+        return InputHistory(self.system.n_inputs, self.input_history)
 
     @property
     def n_dof(self) -> int:
         return self.system.n_dof
 
     @property
-    def coordinate_names(self):
+    def n_inputs(self) -> int:
+        return self.history.size
+
+    @property
+    def coordinate_names(self) -> tuple[str, ...]:
         return self.system.coordinate_names
 
     @property
-    def angles(self):
+    def angles(self) -> tuple[bool, ...]:
         return self.system.angles
 
     @property
-    def input_names(self):
+    def input_names(self) -> tuple[str, ...]:
         return self.system.input_names
 
     @property
-    def n_inputs(self) -> int:
-        """Inputs the model takes per step: the system's, times (1 + input history) where a model has one."""
-        return self.system.n_inputs * (1 + getattr(self, "input_history", 0))
+    def state_names(self) -> tuple[str, ...]:
+        return self.system.state_names
 
-    def _inputs(self, u: U | None, q: Q) -> U:
-        # An unforced rollout passes u = None: the inputs are then zero.
-        return jnp.zeros(self.n_inputs, q.dtype) if u is None else u
 
-    # The model's Lagrangian L = T − V: the known system's unless a model learns its own. `Variational` steps
-    # with it (the rest of q̈ counts as non-conservative force), and evaluation measures energy with it.
-    def mass_matrix(self, q: Q):
-        return self._known_system().mass_matrix(q)
+def frozen_known_parts(model: eqx.Module):
+    """The default `trainable()`: every inexact array, except the known system's parameters, the feature
+    statistics and the output scales (each frozen by a `False` prefix)."""
 
-    def kinetic_energy(self, q: Q, qd: QDot):
-        return 0.5 * qd @ self.mass_matrix(q) @ qd
+    def frozen(x):
+        return isinstance(x, AbstractSystem | StateFeatures | OutputScale)
 
-    def potential_energy(self, q: Q):
-        return self._known_system().potential_energy(q)
-
-    def energy(self, q: Q, qd: QDot):
-        """E = T + V of the model."""
-        return self.kinetic_energy(q, qd) + self.potential_energy(q)
-
-    def _known_system(self) -> AbstractSystem:
-        return self.system
-
-    def trainable(self):
-        """A filter spec for `eqx.partition`: True for the inexact arrays an optimiser updates.
-
-        The known system, the feature statistics and output scales are frozen (a `False` prefix over each).
-        """
-
-        def frozen(x):
-            return isinstance(x, AbstractSystem | StateFeatures | OutputScale)
-
-        return jax.tree_util.tree_map(
-            lambda x: False if frozen(x) else eqx.is_inexact_array(x), self, is_leaf=frozen
-        )
+    return jax.tree_util.tree_map(
+        lambda x: False if frozen(x) else eqx.is_inexact_array(x), model, is_leaf=frozen
+    )

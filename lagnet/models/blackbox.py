@@ -4,13 +4,18 @@ import equinox as eqx
 import jax.numpy as jnp
 
 from .._types import Q, QDDot, QDot, U
-from ..systems import AbstractSystem
-from .base import AbstractModel
+from ..systems.base import AbstractSystem
+from .base import AbstractModel, frozen_known_parts
 from .features import OutputScale, StateFeatures
 
 
 class BlackBox(AbstractModel):
-    """q̈ = s ⊙ f_θ(φ(q, q̇, u)). The `system` only names the coordinates and says which are angles."""
+    """q̈ = s ⊙ f_θ(φ(q, q̇, u)). The `system` only names the coordinates and says which are angles.
+
+    It has no Lagrangian of its own: energy diagnostics use the known system's.
+    """
+
+    velocity_dependent = True
 
     system: AbstractSystem
     network: eqx.Module
@@ -25,5 +30,9 @@ class BlackBox(AbstractModel):
         )
         self.input_history = int(input_history)
 
+    def trainable(self):
+        return frozen_known_parts(self)
+
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        return self.output_scale(self.network(self.features(q, qd, self._inputs(u, q))))
+        u = self.history.or_zeros(u, q.dtype)
+        return self.output_scale(self.network(self.features(q, qd, u)))

@@ -5,13 +5,13 @@ import jax
 import jax.numpy as jnp
 
 from .._types import Q, QDDot, QDot, U
-from ..systems import AbstractSystem
-from .base import AbstractModel
+from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
+from .base import AbstractModel, frozen_known_parts
 from .features import OutputScale, StateFeatures
 from .friction import Friction
 
 
-class PINODE(AbstractModel):
+class PINODE(AbstractModel, AbstractLagrangianDynamics):
     """q̈ = M(q)⁻¹ [B(q) u + Q_f(q̇) + s · Q_θ(φ(q, q̇, u)) − C(q, q̇) q̇ − G(q)].
 
     - `system`: the known mechanics; the parameters named in `learn_parameters` are learned (kept positive by a
@@ -22,7 +22,12 @@ class PINODE(AbstractModel):
     - `friction_trainable`: whether training refines the friction coefficients.
     - `input_history`: the network also sees the last k inputs (u is then (m · (k + 1),), newest first), since with a
       lagging actuator (q, q̇, u) alone is not Markov. The physics uses only the newest input.
+
+    Its Lagrangian is the known system's (with the learned parameters); the rest of q̈ is non-conservative.
     """
+
+    # The known part has Coriolis terms and the learned force reads q̇.
+    velocity_dependent = True
 
     system: AbstractSystem
     friction: Friction | None
@@ -72,17 +77,25 @@ class PINODE(AbstractModel):
         self.friction_trainable = bool(friction_trainable)
 
     def trainable(self):
-        mask = super().trainable()
+        mask = frozen_known_parts(self)
         if self.friction is not None and not self.friction_trainable:
             mask = eqx.tree_at(lambda m: m.friction, mask, False)
         return mask
 
-    def _known_system(self) -> AbstractSystem:
+    @property
+    def known_system(self) -> AbstractSystem:
+        """The known mechanics with the learned parameters (exp of their logs) put in."""
         if not self.log_parameters:
             return self.system
         names = tuple(self.log_parameters)
         values = tuple(jnp.exp(self.log_parameters[k]) for k in names)
         return eqx.tree_at(lambda s: tuple(getattr(s, k) for k in names), self.system, values)
+
+    def mass_matrix(self, q: Q):
+        return self.known_system.mass_matrix(q)
+
+    def potential_energy(self, q: Q):
+        return self.known_system.potential_energy(q)
 
     def nonconservative_force(self, q: Q, qd: QDot, u: U) -> QDot:
         """Q = Q_f(q̇) + s · Q_θ(q, q̇, u): everything the known mechanics does not give."""
@@ -95,7 +108,6 @@ class PINODE(AbstractModel):
         return force
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        u = self._inputs(u, q)
-        system = self._known_system()
-        u_now = u[: system.n_inputs]
-        return system.acceleration(q, qd, u_now, self.nonconservative_force(q, qd, u))
+        u = self.history.or_zeros(u, q.dtype)
+        force = self.nonconservative_force(q, qd, u)
+        return self.known_system.acceleration(q, qd, self.history.current(u), force)

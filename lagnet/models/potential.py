@@ -6,12 +6,12 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from .._types import Q, QDDot, QDot, U
-from ..systems import AbstractSystem
-from .base import AbstractModel
+from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
+from .base import AbstractModel, frozen_known_parts
 from .features import StateFeatures
 
 
-class LearnedPotential(AbstractModel):
+class LearnedPotential(AbstractModel, AbstractLagrangianDynamics):
     """M(q) q̈ + C(q, q̇) q̇ + ∂V_θ/∂q = B(q) u − ∂D_θ/∂q̇.
 
     - V_θ(q) = `potential(φ(q))` is an MLP with a scalar output; forces by autodiff.
@@ -26,14 +26,15 @@ class LearnedPotential(AbstractModel):
     features: StateFeatures
     mass_factor: jax.Array | None
     dissipation: eqx.Module | None
+    input_history = 0
 
-    def mass_matrix(self, q):
-        return self._mass(q)
+    def trainable(self):
+        return frozen_known_parts(self)
 
     def potential_energy(self, q: Q):
         return self.learned_potential(q)
 
-    def _mass(self, q):
+    def mass_matrix(self, q):
         if self.mass_factor is None:
             return self.system.mass_matrix(q)
         lower = jnp.tril(self.mass_factor, -1) + jnp.diag(jnp.exp(jnp.diag(self.mass_factor)))
@@ -61,11 +62,11 @@ class LearnedPotential(AbstractModel):
         return known or self.dissipation is not None
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        u = self._inputs(u, q)
+        u = self.history.or_zeros(u, q.dtype)
         force = -jax.grad(self.learned_potential)(q) + self.dissipation_force(q, qd)
         if self.system.n_inputs > 0:
             force = force + self.system.input_matrix(q) @ u[: self.system.n_inputs]
         if self.mass_factor is None:
             force = force - self.system.coriolis(q, qd) @ qd
             return self.system.solve_mass(q, force)
-        return jsl.cho_solve(jsl.cho_factor(self._mass(q), lower=True), force)
+        return jsl.cho_solve(jsl.cho_factor(self.mass_matrix(q), lower=True), force)

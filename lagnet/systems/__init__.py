@@ -1,5 +1,7 @@
 """Known physics: mechanical systems M(q) q̈ + C(q, q̇) q̇ + G(q) = B(q) u + Q."""
 
+from .base import AbstractDynamics as AbstractDynamics
+from .base import AbstractLagrangianDynamics as AbstractLagrangianDynamics
 from .base import AbstractSystem as AbstractSystem
 from .bowed import BowedOscillator as BowedOscillator
 from .bowed import SoftFriction as SoftFriction

@@ -1,4 +1,10 @@
-"""The Euler–Lagrange interface: M(q) q̈ + C(q, q̇) q̇ + G(q) = B(q) u + Q."""
+"""The dynamics interface every steppable object shares, and its Euler–Lagrange refinement.
+
+- `AbstractDynamics`: q̈ = a(q, q̇, u), what `rollout` and the integrators step (systems, models, plants).
+- `AbstractLagrangianDynamics`: the same with a Lagrangian L = T − V (mass matrix, energies), for the methods that
+  need one (variational integrators, energy diagnostics).
+- `AbstractSystem`: known mechanics M(q) q̈ + C(q, q̇) q̇ + G(q) = B(q) u + Q in closed form or by autodiff.
+"""
 
 import abc
 
@@ -10,14 +16,57 @@ import jax.scipy.linalg as jsl
 from .._types import Force, InputMatrix, MassMatrix, Q, QDDot, QDot, Scalar, U
 
 
-class AbstractSystem(eqx.Module):
+class AbstractDynamics(eqx.Module):
+    """A second-order system q̈ = a(q, q̇, u), for one sample (batch with `jax.vmap` outside).
+
+    `n_dof` is n (q, q̇ have shape (n,)), `n_inputs` is m (u has shape (m,); u = None means zero input).
+    `velocity_dependent` (static) says whether a depends on q̇: False lets integrators such as leapfrog stay
+    explicit, so an implementation must not claim False when it is not so.
+    """
+
+    n_dof: eqx.AbstractVar[int]
+    n_inputs: eqx.AbstractVar[int]
+    velocity_dependent: eqx.AbstractVar[bool]
+
+    @abc.abstractmethod
+    def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
+        """q̈ = a(q, q̇, u), shape (n,)."""
+
+
+class AbstractLagrangianDynamics(AbstractDynamics):
+    """q̈ = a(q, q̇, u) with a Lagrangian L = T(q, q̇) − V(q), T = ½ q̇ᵀ M(q) q̇.
+
+    Whatever `acceleration` adds to the Euler–Lagrange equations of L (inputs, friction, learned forces) counts
+    as a non-conservative generalised force: `Variational` integrates L and that force, evaluation measures
+    energy with E = T + V.
+    """
+
+    @abc.abstractmethod
+    def mass_matrix(self, q: Q) -> MassMatrix:
+        """M(q), symmetric positive definite."""
+
+    @abc.abstractmethod
+    def potential_energy(self, q: Q) -> Scalar:
+        """V(q) of the conservative forces (gravity, springs)."""
+
+    def kinetic_energy(self, q: Q, qd: QDot) -> Scalar:
+        """T(q, q̇) = ½ q̇ᵀ M(q) q̇."""
+        return 0.5 * qd @ self.mass_matrix(q) @ qd
+
+    def energy(self, q: Q, qd: QDot) -> Scalar:
+        """E = T + V."""
+        return self.kinetic_energy(q, qd) + self.potential_energy(q)
+
+
+class AbstractSystem(AbstractLagrangianDynamics):
     """A mechanical system M(q) q̈ + C(q, q̇) q̇ + G(q) = B(q) u + Q.
 
     Concrete systems give `mass_matrix`, `potential_energy` and `input_matrix` (and usually closed forms of
     `coriolis` and `gravity`); everything else follows. All methods take one sample: batch with `jax.vmap`.
 
     Every system declares `coordinate_names` (length n), `input_names` (length m) and `angles` (length n, True for
-    coordinates that are angles, which later stages embed as (sin, cos) or compare modulo 2π).
+    coordinates that are angles, which later stages embed as (sin, cos) or compare modulo 2π), and whether it is
+    `velocity_dependent` (Coriolis terms or velocity-dependent forces).
     """
 
     coordinate_names: eqx.AbstractVar[tuple[str, ...]]
@@ -36,19 +85,6 @@ class AbstractSystem(eqx.Module):
     def state_names(self) -> tuple[str, ...]:
         """Names of the state x = (q, q̇): the coordinates, then `<name>_dot`."""
         return self.coordinate_names + tuple(f"{c}_dot" for c in self.coordinate_names)
-
-    @property
-    def velocity_dependent(self) -> bool:
-        """Whether q̈ depends on q̇ (Coriolis terms). False lets integrators such as leapfrog stay explicit."""
-        return True
-
-    @abc.abstractmethod
-    def mass_matrix(self, q: Q) -> MassMatrix:
-        """M(q), symmetric positive definite."""
-
-    @abc.abstractmethod
-    def potential_energy(self, q: Q) -> Scalar:
-        """V(q) of the conservative forces (gravity, springs)."""
 
     @abc.abstractmethod
     def input_matrix(self, q: Q) -> InputMatrix:
@@ -71,14 +107,6 @@ class AbstractSystem(eqx.Module):
     def gravity(self, q: Q) -> Force:
         """G(q) = ∂V/∂q: all conservative forces, gravity and springs alike."""
         return jax.grad(self.potential_energy)(q)
-
-    def kinetic_energy(self, q: Q, qd: QDot) -> Scalar:
-        """T(q, q̇) = ½ q̇ᵀ M(q) q̇."""
-        return 0.5 * qd @ self.mass_matrix(q) @ qd
-
-    def energy(self, q: Q, qd: QDot) -> Scalar:
-        """E = T + V."""
-        return self.kinetic_energy(q, qd) + self.potential_energy(q)
 
     def solve_mass(self, q: Q, rhs: Force) -> Force:
         """M(q)⁻¹ rhs without an explicit inverse: a Cholesky factorisation (M is SPD), in closed form for n ≤ 2.

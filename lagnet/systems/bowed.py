@@ -56,7 +56,7 @@ class BowedOscillator(AbstractUnitOscillator):
     a passive law (φ(η) η ≥ 0) only dissipates, so energy enters only through the bow speed.
 
     `friction=None` leaves the linear oscillator (the bow has no effect): the known part when φ is learned.
-    The lecture's scheme is `lagnet.oscillators.CentredImplicit`; it solves uniquely for steps
+    The lecture's scheme is `lagnet.integrators.CentredImplicit`; it solves uniquely for steps
     k ≤ `max_step(F_B)` = 2 / (F_B max(−φ')).
     """
 
@@ -100,7 +100,7 @@ class BowedOscillator(AbstractUnitOscillator):
         total = self.friction_force(qd, u)
         return qd @ (total if Q is None else total + Q)
 
-    def max_step(self, bow_force) -> Scalar:
+    def max_step(self, bow_force) -> Scalar | float:  # float: inf without friction
         """k_max = 2 / (F_B max_η(−φ'(η))): below it g(v) = 2v/k + F_B φ(v) + b is strictly increasing."""
         if self.friction is None:
             return jnp.inf

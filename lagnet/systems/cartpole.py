@@ -20,6 +20,8 @@ class CartPole(AbstractSystem):
     Defaults are the paper's Table 2 (masses in kg, length in m).
     """
 
+    velocity_dependent = True
+
     cart_mass: jax.Array
     rod_mass: jax.Array
     tip_mass: jax.Array

@@ -1,5 +1,7 @@
 """Cloth as a mass-spring network: a square grid with structural and shear springs, pinned corners, gravity, drag."""
 
+import abc
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -31,7 +33,23 @@ def cloth_grid(n: int, size: float):
     return positions, springs, rest, np.array([idx[0, 0], idx[0, -1]])
 
 
-class Cloth(AbstractSystem):
+class AbstractSpringNetwork(AbstractSystem):
+    """Point masses on springs, what `lagnet.integrators.LinearlyImplicitEuler` solves matrix-free:
+
+        m q̈ = f(q, q̇) = −∇V(q) − c q̇ (+ Q),   M = m I,   K̃(q) ≈ −∂f/∂q symmetric positive semidefinite,
+
+    with the scalars m = `mass` and c = `drag`, f = `generalised_force(q, q̇)` and K̃ p = `stiffness_matvec(q, p)`.
+    """
+
+    mass: eqx.AbstractVar[jax.Array]
+    drag: eqx.AbstractVar[jax.Array]
+
+    @abc.abstractmethod
+    def stiffness_matvec(self, q: Q, p: Float[Array, " n"]) -> Float[Array, " n"]:
+        """K̃(q) p, the SPD part of the stiffness −∂f/∂q applied to p, without assembling K̃."""
+
+
+class Cloth(AbstractSpringNetwork):
     """A grid of point masses joined by springs; the coordinates q are the free nodes' positions (3 per node).
 
         m ẍ_i = Σ_springs K_s (‖d‖ − L) d/‖d‖ − m g ŷ − c ẋ_i,   d = x_j − x_i,
@@ -39,8 +57,10 @@ class Cloth(AbstractSystem):
 
     Pinned nodes are not coordinates (they stay at their rest positions), which is the lecture's "V[pin] = 0"
     written as a constraint. `positions(q)` gives all nodes, shape (n², 3). `stiffness_matvec` is the SPD part of
-    −∂f/∂x used by `lagnet.oscillators.LinearlyImplicitEuler`. No inputs.
+    −∂f/∂x used by `lagnet.integrators.LinearlyImplicitEuler`. No inputs.
     """
+
+    velocity_dependent = True
 
     n: int = eqx.field(static=True)
     mass: jax.Array

@@ -30,6 +30,8 @@ class DoublePendulum(AbstractSystem):
     `actuated` is "both" (B = I), "elbow" (the acrobot) or "shoulder" (the pendubot).
     """
 
+    velocity_dependent = True
+
     m1: jax.Array
     m2: jax.Array
     l1: jax.Array

@@ -21,6 +21,8 @@ class Lagrangian(AbstractSystem):
     identity (a generalised force on every coordinate).
     """
 
+    velocity_dependent = True
+
     # Not static: a bound method of another module carries arrays, which must stay visible to jit and grad.
     kinetic: Callable
     potential: Callable

@@ -17,6 +17,8 @@ class Rayleigh(AbstractUnitOscillator):
     ⟨(μ − u'²) u'²⟩ = 0 over a period of u = a cos t. No inputs.
     """
 
+    velocity_dependent = True
+
     mu: jax.Array
     omega0: jax.Array
 

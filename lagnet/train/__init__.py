@@ -1,11 +1,10 @@
-"""Training through the solver."""
+"""Training through the solver, as a library: the loss and `fit`."""
 
-from .build import build_integrator as build_integrator
-from .build import build_model as build_model
-from .build import build_system as build_system
-from .loop import TrainResult as TrainResult
-from .loop import load_model as load_model
-from .loop import train as train
+from .fit import Callback as Callback
+from .fit import FitResult as FitResult
+from .fit import TrainingDiverged as TrainingDiverged
+from .fit import TrainState as TrainState
+from .fit import fit as fit
 from .loss import StateLoss as StateLoss
 from .loss import batch_loss as batch_loss
 from .loss import window_loss as window_loss

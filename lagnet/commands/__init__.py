@@ -1,0 +1,1 @@
+"""The `lagnet` subcommands: each module registers its parsers with `register(subparsers)`."""

@@ -1,0 +1,79 @@
+"""`lagnet train CONFIG [--set key.path=value ...] [--out RUN_DIR]`."""
+
+import argparse
+import os
+
+import jax
+
+from .. import config as _config
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a model from a YAML config",
+        description=(
+            "Train the model a YAML config describes (see configs/ and `lagnet train --show-config`) "
+            "and write a run directory: config.yaml (the resolved config), checkpoints/best.eqx and "
+            "last.eqx, metrics.jsonl (one line per epoch) and summary.json."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", nargs="?", help="a YAML config file")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a config value, e.g. --set training.epochs=5 (repeatable; VALUE is YAML)",
+    )
+    p.add_argument("--out", help="the run directory (default: runs/<config name>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its newest checkpoint (bit-identical to an uninterrupted run)",
+    )
+    p.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print every config key with its default and meaning as a YAML template, and exit",
+    )
+    multi = p.add_argument_group(
+        "multi-process (multi-host) training",
+        "Start the same command on every host; each process loads the same config and data files, the batch is "
+        "split over all processes' devices and process 0 writes the run directory (a shared filesystem is "
+        "needed for --resume). See lagnet.parallel.",
+    )
+    multi.add_argument(
+        "--distributed",
+        action="store_true",
+        help="join a multi-process run whose cluster JAX detects (SLURM, Open MPI, Kubernetes)",
+    )
+    multi.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address")
+    multi.add_argument("--num-processes", type=int, metavar="N", help="processes in the run")
+    multi.add_argument(
+        "--process-id", type=int, metavar="I", help="this process's index, 0 … N − 1"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.show_config:
+        print(_config.describe())
+        return 0
+    if not args.config:
+        raise ValueError("lagnet train needs a CONFIG file (or --show-config)")
+    config = _config.load_config(args.config, args.set)
+    from ..run.training import train_run
+
+    if config.dtype == "float64":
+        # The CLI owns its process: a float64 run needs 64-bit floats before any array is made.
+        jax.config.update("jax_enable_x64", True)
+    out = args.out or os.path.join("runs", config.name)
+    result = train_run(config, out, progress=not args.quiet, resume=args.resume)
+    print(
+        f"trained {config.name} ({config.model.type}): best validation loss "
+        f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"
+    )
+    return 0

@@ -1,0 +1,28 @@
+"""Run configs: typed, validated before any work, with one registry of names for validation and building.
+
+`lagnet train --show-config` prints `describe()`: every key with its default and meaning, as a YAML template.
+"""
+
+from .files import apply_override as apply_override
+from .files import load_config as load_config
+from .registry import INTEGRATORS as INTEGRATORS
+from .registry import MODEL_TYPES as MODEL_TYPES
+from .registry import MODELS as MODELS
+from .registry import SYSTEMS as SYSTEMS
+from .registry import build_integrator as build_integrator
+from .registry import build_model as build_model
+from .registry import build_system as build_system
+from .registry import register_system as register_system
+from .schema import Config as Config
+from .schema import ConfigError as ConfigError
+from .schema import DataConfig as DataConfig
+from .schema import EvaluationConfig as EvaluationConfig
+from .schema import FrictionConfig as FrictionConfig
+from .schema import IntegratorConfig as IntegratorConfig
+from .schema import ModelConfig as ModelConfig
+from .schema import SystemConfig as SystemConfig
+from .schema import TrainingConfig as TrainingConfig
+from .schema import describe as describe
+from .schema import dump as dump
+from .schema import key_paths as key_paths
+from .schema import validate as validate

@@ -1,0 +1,199 @@
+"""From the `model` section of a config to a model: one builder per `model.type`.
+
+Each builder takes the validated `Config`, the system, the statistics and a key. With training statistics
+(`stats`: stacked samples q, qd, qdd, u) the feature scales and the friction fit come from the data; without, a
+skeleton of the right shapes and structure, into which a checkpoint is loaded.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..models import (
+    PINODE,
+    BlackBox,
+    Friction,
+    LearnedPotential,
+    StateFeatures,
+    fit_friction,
+    make_mlp,
+)
+from ..systems.base import AbstractSystem
+from .errors import ConfigError
+
+
+def coordinate_indices(system: AbstractSystem, names, key: str) -> tuple[int, ...]:
+    """The indices of coordinate `names`, or a `ConfigError` at `key` naming the valid ones."""
+    out = []
+    for name in names:
+        if name not in system.coordinate_names:
+            raise ConfigError(
+                f"{key}: {name!r} is not a coordinate of {type(system).__name__} "
+                f"(expected some of {list(system.coordinate_names)})"
+            )
+        out.append(system.coordinate_names.index(name))
+    return tuple(out)
+
+
+def output_scale(setting, size: int, target=None, key: str = "model.output_scale"):
+    """The network's output scale: given, or "auto" = 3 × the spread of `target` (N, size) (1 without data)."""
+    if setting != "auto":
+        scale = (
+            np.broadcast_to(np.asarray(setting, float), (size,))
+            if np.ndim(setting) == 0
+            else np.asarray(setting, float)
+        )
+        if scale.shape != (size,) or np.any(scale <= 0):
+            raise ConfigError(
+                f"{key} must be > 0 with {size} entries (one per output), got {setting}"
+            )
+        return scale
+    if target is None:
+        return np.ones(size)  # a skeleton: the value is restored from the checkpoint
+    spread = np.std(np.asarray(target), axis=0)
+    return 3 * np.where(spread > 1e-12, spread, 1.0)
+
+
+def residual_force(system: AbstractSystem, stats: dict, friction=None):
+    """M q̈ − (B u − C q̇ − G) − Q_f(q̇) on the samples: what a residual network must supply, (N, n)."""
+
+    def one(q, qd, qdd, u):
+        r = system.mass_matrix(q) @ qdd - system.generalised_force(q, qd, u)
+        return r - friction(qd) if friction is not None else r
+
+    m = system.n_inputs
+    args = (jnp.asarray(stats[k]) for k in ("q", "qd", "qdd"))
+    return np.asarray(jax.vmap(one)(*args, jnp.asarray(stats["u"][:, :m])))
+
+
+def _features(config, system: AbstractSystem, stats) -> StateFeatures:
+    mc = config.model
+    hidden_idx = coordinate_indices(system, mc.hide_position, "model.hide_position")
+    hidden = tuple(i in hidden_idx for i in range(system.n_dof))
+    if stats is not None:
+        return StateFeatures.from_data(
+            system.angles, stats["q"], stats["qd"], stats["u"], hide_position=hidden
+        )
+    m_net = system.n_inputs * (1 + mc.input_history)
+    return StateFeatures(system.angles, m_net, hide_position=hidden)
+
+
+def _mlp(config, features, out_size: int, *, zero: bool, key, activation=None, final=None):
+    mc = config.model
+    return make_mlp(
+        features.size,
+        out_size,
+        width=mc.width,
+        depth=mc.depth,
+        activation=mc.activation if activation is None else activation,
+        final_activation=mc.final_activation if final is None else final,
+        zero_output=zero,
+        key=key,
+    )
+
+
+def _friction(config, system: AbstractSystem, stats):
+    fc = config.model.friction
+    n, m = system.n_dof, system.n_inputs
+    coulomb = coordinate_indices(system, fc.coulomb, "model.friction.coulomb")
+    viscous = coordinate_indices(system, fc.viscous, "model.friction.viscous")
+    if not (coulomb or viscous):
+        return None
+    if stats is None or fc.fit != "lstsq":
+        return Friction.zeros(n, fc.epsilon)
+    return fit_friction(
+        system,
+        stats["q"],
+        stats["qd"],
+        stats["qdd"],
+        stats["u"][:, :m],
+        coulomb=tuple(i in coulomb for i in range(n)),
+        viscous=tuple(i in viscous for i in range(n)),
+        epsilon=fc.epsilon,
+    )
+
+
+def _check_learnable(config, system: AbstractSystem) -> None:
+    for name in config.model.learn_parameters:
+        if not isinstance(getattr(system, name, None), jax.Array):
+            raise ConfigError(
+                f"model.learn_parameters: {type(system).__name__} has no parameter {name!r}"
+            )
+
+
+def build_known(config, system: AbstractSystem, stats, *, key) -> PINODE:
+    """The known system alone, q̈ = M⁻¹ (B u − C q̇ − G)."""
+    return PINODE(system)
+
+
+def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
+    """Known physics + parametric friction (least squares, the paper's eq. 13), no network."""
+    _check_learnable(config, system)
+    mc = config.model
+    return PINODE(
+        system,
+        friction=_friction(config, system, stats),
+        learn_parameters=tuple(mc.learn_parameters),
+        input_history=mc.input_history,
+        friction_trainable=mc.friction.trainable,
+    )
+
+
+def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
+    """Known physics + friction + a residual network s ⊙ Q_θ on the coordinates `force_on`."""
+    mc = config.model
+    features = _features(config, system, stats)
+    friction = _friction(config, system, stats)
+    force_on = (
+        coordinate_indices(system, mc.force_on, "model.force_on")
+        if mc.force_on is not None
+        else tuple(range(system.n_dof))
+    )
+    network = _mlp(config, features, len(force_on), zero=mc.zero_init, key=key)
+    target = None if stats is None else residual_force(system, stats, friction)[:, list(force_on)]
+    scale = output_scale(mc.output_scale, len(force_on), target)
+    _check_learnable(config, system)
+    return PINODE(
+        system,
+        friction=friction,
+        network=network,
+        features=features,
+        learn_parameters=tuple(mc.learn_parameters),
+        force_on=force_on,
+        output_scale=scale,
+        input_history=mc.input_history,
+        friction_trainable=mc.friction.trainable,
+    )
+
+
+def build_blackbox(config, system: AbstractSystem, stats, *, key) -> BlackBox:
+    """A neural ODE q̈ = s ⊙ f_θ(q, q̇, u) with the PINODE's features and size."""
+    mc = config.model
+    features = _features(config, system, stats)
+    scale = output_scale(mc.output_scale, system.n_dof, None if stats is None else stats["qdd"])
+    network = _mlp(config, features, system.n_dof, zero=False, key=key)
+    return BlackBox(system, network, features, scale, mc.input_history)
+
+
+def build_potential(config, system: AbstractSystem, stats, *, key) -> LearnedPotential:
+    """A learned potential V_θ(q) (+ optional passive dissipation and a learned constant mass matrix)."""
+    mc = config.model
+    if mc.activation == "relu":
+        # V_θ's gradient is the force: a ReLU network makes it piecewise constant, and leapfrog's
+        # accuracy and the energy behaviour rest on a smooth potential.
+        raise ConfigError(
+            "model.activation: relu is not smooth enough for a learned potential (its force would be "
+            "piecewise constant); use tanh, softplus, gelu, silu or elu"
+        )
+    n = system.n_dof
+    features = _features(config, system, stats)
+    k1, k2 = jax.random.split(key)
+    potential = _mlp(config, features, 1, zero=False, key=k1, final="identity")
+    # Not zero: D = ½ q̇ᵀRRᵀq̇ has zero gradient in R at R = 0, so it would never learn.
+    dissipation = (
+        _mlp(config, features, n * n, zero=False, key=k2, activation="tanh", final="identity")
+        if mc.dissipation
+        else None
+    )
+    mass_factor = jnp.zeros((n, n)) if mc.learn_mass else None
+    return LearnedPotential(system, potential, features, mass_factor, dissipation)

@@ -1,0 +1,423 @@
+"""The run config as frozen dataclasses: every key, its default, the types it accepts, a check and its meaning.
+
+A YAML file states only what differs from the defaults; `validate` turns a user mapping into a `Config`, with
+errors that name the key path, the value, what was expected and the file (and a did-you-mean for typos).
+"""
+
+import copy
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+from .registry import INTEGRATORS, MODEL_TYPES, SYSTEMS
+
+NUM = (int, float)
+
+
+def option(
+    default: Any,
+    types: tuple[type, ...],
+    doc: str,
+    check: Callable[[Any], str | None] | None = None,
+    *,
+    nullable: bool = False,
+):
+    """A config field: `check(value)` returns an error message or None; `types` are the YAML types accepted."""
+    meta = {"types": types, "doc": doc, "check": check, "nullable": nullable}
+    return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+
+
+def positive(x):
+    return None if x > 0 else "must be > 0"
+
+
+def non_negative(x):
+    return None if x >= 0 else "must be >= 0"
+
+
+def fraction(x):
+    return None if 0 <= x < 1 else "must be in [0, 1)"
+
+
+def one_of(choices: Callable[[], Any] | tuple):
+    """A check against a fixed tuple, or against a registry read at validation time (registered names count)."""
+
+    def check(x):
+        names = tuple(choices() if callable(choices) else choices)
+        return None if x in names else f"must be one of {list(names)}"
+
+    return check
+
+
+def list_of(kind):
+    def check(x):
+        bad = [v for v in x if not isinstance(v, kind) or isinstance(v, bool) and kind is not bool]
+        return None if not bad else f"must be a list of {kind.__name__}, got entries {bad}"
+
+    return check
+
+
+def _devices(x):
+    return None if x == "auto" or (isinstance(x, int) and x >= 1) else "must be auto or >= 1"
+
+
+def _output_scale(x):
+    if x == "auto" or isinstance(x, list) or (not isinstance(x, str) and x > 0):
+        return None
+    return "must be > 0, a list, or auto"
+
+
+class _Section:
+    """Shared by every config section: `replace` with nested mappings, re-validated."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class SystemConfig(_Section):
+    name: str = option(
+        "cartpole", (str,), "the known mechanics (a registered system)", one_of(lambda: SYSTEMS)
+    )
+    params: dict = option({}, (dict,), "overrides of the system's parameters, e.g. {length: 0.2}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FrictionConfig(_Section):
+    coulomb: list = option(
+        [], (list,), "coordinate names with Coulomb friction c·tanh(q̇/ε)", list_of(str)
+    )
+    viscous: list = option([], (list,), "coordinate names with viscous friction b·q̇", list_of(str))
+    epsilon: float = option(0.01, NUM, "smoothing velocity ε of the Coulomb term", positive)
+    fit: str = option(
+        "lstsq",
+        (str,),
+        "lstsq: least squares on the training data; none: start at zero",
+        one_of(("lstsq", "none")),
+    )
+    trainable: bool = option(True, (bool,), "refine the friction coefficients by gradient descent")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig(_Section):
+    type: str = option(
+        "pinode", (str,), "pinode | pure_ode | blackbox | potential | known", one_of(MODEL_TYPES)
+    )
+    width: int = option(50, (int,), "hidden units per layer", positive)
+    depth: int = option(2, (int,), "number of hidden layers", non_negative)
+    activation: str = option(
+        "relu", (str,), "hidden activation (relu, tanh, softplus, gelu, silu, elu)"
+    )
+    final_activation: str = option("tanh", (str,), "output activation (the paper: tanh)")
+    output_scale: int | float | list | str = option(
+        "auto",
+        (int, float, list, str),
+        "the network's output is multiplied by this: a number, one per output, or auto (3 × the spread "
+        "of what the network must learn in the training data: the residual force, or q̈ for a black box)",
+        _output_scale,
+    )
+    zero_init: bool = option(
+        True, (bool,), "start the network's output at zero (the model starts as its physics)"
+    )
+    force_on: list | None = option(
+        None, (list,), "coordinates (names) the residual force acts on; null: all", nullable=True
+    )
+    hide_position: list = option(
+        [],
+        (list,),
+        "coordinates whose position the network does not see (only their velocity), e.g. [x] for a "
+        "cart whose forces cannot depend on where it is",
+        list_of(str),
+    )
+    input_history: int = option(
+        0, (int,), "past inputs the network also sees (actuator lag)", non_negative
+    )
+    friction: FrictionConfig = dataclasses.field(default_factory=FrictionConfig)
+    learn_parameters: list = option(
+        [], (list,), "system parameters to learn (kept positive)", list_of(str)
+    )
+    learn_mass: bool = option(False, (bool,), "potential model: learn a constant SPD mass matrix")
+    dissipation: bool = option(
+        False, (bool,), "potential model: add a passive learned Rayleigh dissipation"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class IntegratorConfig(_Section):
+    name: str = option(
+        "rk4",
+        (str,),
+        "the fixed-step method the model is trained and rolled out with",
+        one_of(lambda: INTEGRATORS),
+    )
+    beta: float = option(0.25, NUM, "Newmark β", non_negative)
+    gamma: float = option(0.5, NUM, "Newmark γ", non_negative)
+    dt: float | None = option(
+        None,
+        NUM,
+        "the data's sample step in s, checked against the measured time stamps (which are always the "
+        "ones stepped); null: the measured step",
+        positive,
+        nullable=True,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig(_Section):
+    train: list | str = option([], (list, str), "training file(s), relative to the config file")
+    test: list | str = option([], (list, str), "test file(s) for evaluation")
+    mapping: dict = option(
+        {}, (dict,), "columns → time, positions, velocities, inputs (see lagnet.data)"
+    )
+    validation_fraction: float = option(
+        0.15, NUM, "last fraction of each training recording held out", fraction
+    )
+    max_duration: float | None = option(
+        None, NUM, "use only the first this many seconds of training data", positive, nullable=True
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig(_Section):
+    epochs: int = option(50, (int,), "passes over the training windows", non_negative)
+    batch_size: int = option(128, (int,), "windows per gradient step", positive)
+    horizon: int = option(
+        1, (int,), "rollout steps per training window (1: the paper's one-step loss)", positive
+    )
+    curriculum: list = option(
+        [], (list,), "[[epoch, horizon], ...]: grow the horizon during training"
+    )
+    optimizer: str = option("adam", (str,), "adam | adamw", one_of(("adam", "adamw")))
+    learning_rate: float = option(1e-3, NUM, "peak learning rate", positive)
+    schedule: str = option(
+        "constant",
+        (str,),
+        "constant | cosine | warmup_cosine",
+        one_of(("constant", "cosine", "warmup_cosine")),
+    )
+    warmup_epochs: int = option(
+        1, (int,), "epochs of linear warm-up for warmup_cosine", non_negative
+    )
+    weight_decay: float = option(0.0, NUM, "decoupled weight decay (adamw)", non_negative)
+    clip_norm: float | None = option(
+        None, NUM, "clip gradients to this global norm; null: off", positive, nullable=True
+    )
+    weights_q: list | None = option(None, (list,), "λ₁ per coordinate; null: all 1", nullable=True)
+    weights_qd: list | None = option(None, (list,), "λ₂ per coordinate; null: all 1", nullable=True)
+    normalise: bool = option(
+        True, (bool,), "divide each coordinate's squared error by its variance in the data"
+    )
+    patience: int = option(
+        10, (int,), "early stopping: epochs without validation improvement", positive
+    )
+    validation_horizon: int | None = option(
+        None,
+        (int,),
+        "rollout steps of the validation loss; null: the largest training horizon",
+        positive,
+        nullable=True,
+    )
+    keep_checkpoints: int = option(
+        3, (int,), "training states of the last N epochs kept for resuming", positive
+    )
+    max_skipped_steps: int = option(
+        100,
+        (int,),
+        "stop when more steps than this had a non-finite loss/gradient",
+        non_negative,
+    )
+
+    def horizon_at(self, epoch: int) -> int:
+        """The training horizon at `epoch`: `horizon`, then each curriculum stage from its start epoch on."""
+        horizon = self.horizon
+        for start, h in sorted(self.curriculum):
+            if epoch >= start:
+                horizon = h
+        return horizon
+
+    @property
+    def longest_horizon(self) -> int:
+        return max([self.horizon] + [h for _, h in self.curriculum])
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig(_Section):
+    windows: int = option(1000, (int,), "number of test windows (the paper: 1000)", positive)
+    horizon: int = option(30, (int,), "steps per test window (the paper: 30 = 0.6 s)", positive)
+    long_horizon: int = option(
+        100, (int,), "steps of the overlaid long rollout (the paper: 100 = 2 s)", positive
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(_Section):
+    """A whole run: what to learn (system, model), how to step it (integrator), from what data, how to
+    train and how to evaluate. Build one with `validate(mapping)` or `load_config(path)`."""
+
+    name: str = option("run", (str,), "a name for the run (used for the run directory)")
+    seed: int = option(
+        0, (int,), "seed for parameter init, data order and everything random", non_negative
+    )
+    dtype: str = option(
+        "float32",
+        (str,),
+        "float32 or float64 for training and evaluation (float64 needs jax_enable_x64, which the CLI sets)",
+        one_of(("float32", "float64")),
+    )
+    devices: str | int = option(
+        "auto",
+        (str, int),
+        "data-parallel training over this many devices (every process's in a multi-process run), "
+        "or auto (all, or the most that divide the batch size)",
+        _devices,
+    )
+    system: SystemConfig = dataclasses.field(default_factory=SystemConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    integrator: IntegratorConfig = dataclasses.field(default_factory=IntegratorConfig)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+    evaluation: EvaluationConfig = dataclasses.field(default_factory=EvaluationConfig)
+
+    def replace(self, changes: Mapping | None = None, /, **sections) -> "Config":
+        """A new config with nested `changes` merged in and validated again, e.g.
+        `config.replace(training={"epochs": 3})`."""
+        merged = _merge(self.to_dict(), {**(changes or {}), **sections})
+        return validate(merged)
+
+
+def _merge(base: dict, changes: Mapping) -> dict:
+    out = dict(base)
+    for k, v in changes.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _sections(cls) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def _is_section(field: dataclasses.Field) -> bool:
+    return isinstance(field.type, type) and issubclass(field.type, _Section)
+
+
+_NAMES = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "true/false",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
+def _expected(meta) -> str:
+    kinds = " or ".join(dict.fromkeys(_NAMES[t] for t in meta["types"]))
+    return kinds + (" or null" if meta["nullable"] else "")
+
+
+def _build(cls, user: Any, path: str, where: str):
+    if not isinstance(user, Mapping):
+        what = path or "the config"
+        raise ConfigError(
+            f"{where}{what} must be a mapping of keys to values, got {type(user).__name__}"
+        )
+    fields = _sections(cls)
+    values = {}
+    for key, value in user.items():
+        key_path = f"{path}.{key}" if path else str(key)
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean {(path + '.' if path else '') + close[0]!r}?" if close else ""
+            raise ConfigError(
+                f"{where}unknown key {key_path!r}{hint} (expected one of {sorted(fields)})"
+            )
+        field = fields[key]
+        if _is_section(field):
+            values[key] = _build(field.type, {} if value is None else value, key_path, where)
+            continue
+        meta = field.metadata
+        if value is None:
+            if not meta["nullable"]:
+                raise ConfigError(
+                    f"{where}{key_path} must not be null (expected {_expected(meta)})"
+                )
+            values[key] = None
+            continue
+        ok = isinstance(value, meta["types"]) and not (
+            isinstance(value, bool) and bool not in meta["types"]
+        )
+        if not ok:
+            raise ConfigError(
+                f"{where}{key_path} must be {_expected(meta)}, got {value!r} ({type(value).__name__})"
+            )
+        if meta["check"] is not None:
+            msg = meta["check"](value)
+            if msg:
+                raise ConfigError(f"{where}{key_path} {msg}, got {value!r}")
+        values[key] = float(value) if meta["types"] == NUM else copy.deepcopy(value)
+    return cls(**values)
+
+
+def validate(user: object, *, source: str | None = None) -> Config:
+    """A complete `Config` (defaults filled in) from a user mapping, or `ConfigError` naming the key path."""
+    # `user` is any parsed YAML document: anything but a mapping (or None, all defaults) is a `ConfigError`.
+    where = f"{source}: " if source else ""
+    config = _build(Config, {} if user is None else user, "", where)
+    return _check_consistency(config, where)
+
+
+def _check_consistency(config: Config, where: str) -> Config:
+    for i, entry in enumerate(config.training.curriculum):
+        if (
+            not isinstance(entry, list | tuple)
+            or len(entry) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in entry)
+            or entry[1] < 1
+        ):
+            raise ConfigError(
+                f"{where}training.curriculum[{i}] must be [epoch, horizon] with epoch >= 0 "
+                f"and horizon >= 1, got {entry!r}"
+            )
+    data = config.data
+    lists = {
+        k: [v] if isinstance(v, str) else v for k, v in (("train", data.train), ("test", data.test))
+    }
+    for split, files in lists.items():
+        bad = [f for f in files if not isinstance(f, str)]
+        if bad:
+            raise ConfigError(
+                f"{where}data.{split} must be file names (strings), got entries {bad}"
+            )
+    return dataclasses.replace(config, data=dataclasses.replace(data, **lists))
+
+
+def describe(cls=Config, indent: str = "") -> str:
+    """Every key with its default and meaning, as YAML that is itself a valid config (a template)."""
+    lines = []
+    for name, field in _sections(cls).items():
+        if _is_section(field):
+            lines.append(f"{indent}{name}:")
+            lines.append(describe(field.type, indent + "  "))
+            continue
+        default = field.default_factory()
+        value = yaml.safe_dump(default, default_flow_style=True, width=10_000).strip()
+        value = value.removesuffix("\n...").removesuffix("...").strip()
+        lines.append(f"{indent}{name}: {value}  # {field.metadata['doc']}")
+    return "\n".join(lines)
+
+
+def dump(config: Config) -> str:
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
+def key_paths(cls=Config, prefix: tuple[str, ...] = ()):
+    """Every key of the config as a path tuple, e.g. ("training", "epochs")."""
+    for name, field in _sections(cls).items():
+        if _is_section(field):
+            yield from key_paths(field.type, (*prefix, name))
+        else:
+            yield (*prefix, name)

@@ -1,0 +1,84 @@
+"""A trained run loaded without the training machinery: its model, integrator, step and precision."""
+
+import dataclasses
+import os
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ..config import Config, build_integrator, build_model, build_system, load_config
+from ..integrators.base import AbstractIntegrator
+from ..models.base import AbstractModel
+from .files import load_tree
+from .spec import RunSpec
+
+CONFIG_FILE = "config.yaml"
+
+
+def as_dtype(tree, dtype):
+    """Every inexact array leaf of `tree` cast to `dtype`."""
+    return jax.tree_util.tree_map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, tree)
+
+
+def check_precision(dtype: str, what: str) -> None:
+    """float64 needs `jax_enable_x64` on before any array is made; say so rather than switch it for the process."""
+    if dtype == "float64" and not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"{what} is float64, but JAX runs without 64-bit floats: call "
+            "`jax.config.update('jax_enable_x64', True)` first (the lagnet CLI does)"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A trained run: `model` (its leaves from a checkpoint), the `integrator` and step `dt` it was trained
+    with, and its `config` and `spec`. `lagnet.load` wraps it as control-ready `Dynamics`."""
+
+    path: str
+    config: Config
+    spec: RunSpec
+    model: AbstractModel
+    integrator: AbstractIntegrator
+
+    @property
+    def dt(self) -> float:
+        return self.spec.dt
+
+
+def read_config(run_dir: str) -> Config:
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
+    return load_config(path)
+
+
+def model_skeleton(config: Config, dtype) -> AbstractModel:
+    """The model the config describes, with placeholder leaves of the right shapes and `dtype`."""
+    skeleton = build_model(config, build_system(config), None, key=jax.random.key(0))
+    return as_dtype(skeleton, dtype)
+
+
+def split_checkpoint_path(path: str, which: str = "best") -> tuple[str, str]:
+    """`RUN` or `RUN/checkpoints/NAME.eqx` → (RUN, NAME)."""
+    path = os.fspath(path)
+    if os.path.isfile(path) and path.endswith(".eqx"):
+        which = os.path.basename(path)[: -len(".eqx")]
+        path = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    return path, which
+
+
+def load_run(path: str, which: str = "best", *, dtype: str | None = None) -> Run:
+    """The run in directory `path` (or a checkpoint file `RUN/checkpoints/NAME.eqx`), with the leaves of
+    checkpoints/<which>.eqx. `dtype` casts the model (default: the run's own precision)."""
+    run_dir, which = split_checkpoint_path(path, which)
+    config = read_config(run_dir)
+    spec = RunSpec.read(run_dir)
+    check_precision(spec.dtype, f"the run {run_dir}")
+    model = load_tree(
+        os.path.join(run_dir, "checkpoints", f"{which}.eqx"),
+        model_skeleton(config, jnp.dtype(spec.dtype)),
+    )
+    if dtype is not None:
+        model = as_dtype(model, jnp.dtype(dtype))
+    return Run(run_dir, config, spec, model, build_integrator(config))

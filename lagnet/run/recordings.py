@@ -1,0 +1,60 @@
+"""A config's recordings as its model consumes them: mapped, extended by the input history, steps checked."""
+
+import dataclasses
+
+import numpy as np
+
+from ..config import Config, ConfigError
+from ..data.loader import finite_difference, load_trajectories
+from ..data.trajectory import Trajectory
+from ..models.history import InputHistory
+from ..systems.base import AbstractSystem
+
+# How far the median measured step may be from a declared `integrator.dt` (time stamps carry rounding).
+_DT_TOLERANCE = 1e-3
+
+
+def with_input_history(traj: Trajectory, history: InputHistory) -> Trajectory:
+    """The trajectory with inputs ū_t = (u_t, …, u_{t−k}); a recording starts from rest (zeros before it)."""
+    if not history.lags:
+        return traj
+    names = traj.input_names + tuple(
+        f"{name}[t-{lag}]" for lag in range(1, history.lags + 1) for name in traj.input_names
+    )
+    u = history.stack(traj.u, history.past_zeros(traj.u))
+    return dataclasses.replace(traj, u=u, input_names=names)
+
+
+def measured_step(trajs: list[Trajectory]) -> float:
+    """The median of the measured time steps over all recordings."""
+    return float(np.median(np.concatenate([t.dt for t in trajs])))
+
+
+def load_recordings(config: Config, system: AbstractSystem, paths) -> list[Trajectory]:
+    """The trajectories in `paths`, mapped by `data.mapping`, with the inputs extended by the model's input
+    history. Their measured time stamps are what is stepped; a declared `integrator.dt` must agree with each
+    file's median step (else a `ConfigError`: resample the data, or drop `integrator.dt`)."""
+    history = InputHistory(system.n_inputs, config.model.input_history)
+    trajs = []
+    for path in paths:
+        loaded = load_trajectories(path, config.data.mapping, system=system)
+        declared = config.integrator.dt
+        if declared is not None and loaded:
+            step = measured_step(loaded)
+            if abs(step / declared - 1) > _DT_TOLERANCE:
+                raise ConfigError(
+                    f"integrator.dt = {declared:g} s, but {path} was sampled every {step:g} s (median "
+                    "step): remove integrator.dt to step the measured time stamps, or resample the data "
+                    "(data.mapping.resample)"
+                )
+        trajs.extend(with_input_history(t, history) for t in loaded)
+    return trajs
+
+
+def sample_statistics(trajs: list[Trajectory]) -> dict:
+    """Stacked samples (q, q̇, q̈ by central differences of q̇, u) for feature scales and friction fits."""
+    q = np.concatenate([t.q for t in trajs])
+    qd = np.concatenate([t.qd for t in trajs])
+    qdd = np.concatenate([finite_difference(t.qd, t.t, "central") for t in trajs])
+    u = np.concatenate([t.u for t in trajs])
+    return {"q": q, "qd": qd, "qdd": qdd, "u": u}

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lagnet.parallel import use_cpu_cores
+from lagnet.systems.base import AbstractDynamics
 
 # lagnet's setting on a CPU: one JAX device per core (lagnet.parallel), set before any computation. Programs
 # given unsharded inputs still run on one device, so the one-device rows measure what they did before.
@@ -28,11 +29,14 @@ FORCE_SCALE = 1e-3  # the untrained network acts as a small correction, so rollo
 WIDTH, DEPTH = 64, 2
 
 
-class LearnedCartPole(eqx.Module):
+class LearnedCartPole(AbstractDynamics):
     """M q̈ + C q̇ + G = B u + s · MLP(q, q̇, u), the cart-pole's known mechanics from lagnet."""
 
     system: eqx.Module
     force: eqx.nn.MLP
+    n_dof = 2
+    n_inputs = 1
+    velocity_dependent = True
 
     def acceleration(self, q, qd, u):
         force = FORCE_SCALE * self.force(jnp.concatenate([q, qd, u]))

@@ -22,10 +22,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, report, save  # noqa: E402
 
+from lagnet import analysis  # noqa: E402
 from lagnet.integrators import (  # noqa: E402
     Leapfrog,
     Newmark,
-    analysis,  # noqa: E402
 )
 from lagnet.rollout import rollout_solution  # noqa: E402
 from lagnet.systems import MassSpringChain  # noqa: E402

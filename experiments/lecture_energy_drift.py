@@ -19,12 +19,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, report, save  # noqa: E402
 
+from lagnet import analysis  # noqa: E402
 from lagnet.integrators import (  # noqa: E402
     RK4,
     Leapfrog,
     Newmark,
     SymplecticEuler,
-    analysis,  # noqa: E402
 )
 from lagnet.systems import Pendulum  # noqa: E402
 

@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, linear_oscillator, report, save  # noqa: E402
 
+from lagnet import analysis  # noqa: E402
 from lagnet.integrators import (  # noqa: E402
     Leapfrog,
     Newmark,
-    analysis,  # noqa: E402
 )
 from lagnet.rollout import rollout  # noqa: E402
 

@@ -167,8 +167,7 @@ def rollout_solution(
 
 
 def rollout(
-    # The arguments are what `rollout` accepts: it checks their types and shapes itself (`_prepare`), with
-    # messages that name the argument and the shape expected (q0, qd0: (n,); us: (steps, m); dt: () or (steps,)).
+    # Checked by `_prepare`, as for `rollout_solution`.
     model: object,
     integrator: object,
     q0: ArrayLike,

@@ -2,7 +2,6 @@
 attributes, no private JAX imports, every directly imported package declared."""
 
 import ast
-import os
 import re
 import subprocess
 import sys
@@ -85,4 +84,3 @@ def test_no_private_jax_and_every_package_declared():
                 missing.add(f"{top} ({f.relative_to(ROOT)})")
     assert not private, private
     assert not missing, f"imported but not declared in pyproject.toml: {sorted(missing)}"
-    assert os.path.exists(ROOT / "pyproject.toml")

@@ -72,7 +72,7 @@ def _output_scale(x):
 
 
 class _Section:
-    """Shared by every config section: `replace` with nested mappings, re-validated."""
+    """Shared by every config section: its values as a plain nested dict (what config.yaml holds)."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -245,26 +245,14 @@ def train_run(
     val_h = tc.validation_horizon or tc.longest_horizon
     validation = make_windows(val_trajs, val_h, **window_kw) if val_trajs else None
 
-    skeleton_state = None
     restored = None
     if resume:
+        # The saved state is read into one of the same structure, shapes and dtypes.
         params, _ = eqx.partition(model, model.trainable())
-        opt_state = optimizer.init(params)
-        count, value = jnp.asarray(0), jnp.asarray(0.0)  # the dtypes `fit` gives its bookkeeping
-        skeleton_state = TrainState(
-            params,
-            opt_state,
-            params,
-            jax.random.key_data(data_key),
-            count,
-            value,
-            count,
-            count,
-            count,
-        )
+        like = TrainState.start(params, optimizer.init(params), data_key, 0.0)
         restored = Checkpoints(
             os.path.join(run_dir, "checkpoints"), tc.keep_checkpoints
-        ).load_latest(skeleton_state)
+        ).load_latest(like)
     resumed_epoch = None if restored is None else int(restored.epoch)
     callbacks = [_RunFiles(run_dir, tc.keep_checkpoints, start_time, resumed_epoch)] if main else []
     try:

@@ -41,6 +41,22 @@ class TrainState(eqx.Module):
     stale: jax.Array
     skipped: jax.Array
 
+    @classmethod
+    def start(cls, params, opt_state, key: jax.Array, initial_loss: float) -> "TrainState":
+        """The state before the first epoch (epoch −1, the initial loss as the best so far)."""
+        count = jnp.asarray(0)
+        return cls(
+            params,
+            opt_state,
+            params,
+            jax.random.key_data(key),
+            jnp.asarray(-1),
+            jnp.asarray(initial_loss),
+            jnp.asarray(-1),
+            count,
+            count,
+        )
+
 
 class Callback:
     """Hooks into `fit`; override the ones you need (each default does nothing)."""
@@ -183,25 +199,15 @@ def fit(
     epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
     eval_fn = make_eval_fn(static, integrator, loss)
 
-    first_windows = parallel.replicate(window_fn(0), mesh)
+    stage0 = window_fn(0)
     placed = {
-        id(window_fn(0)): first_windows
-    }  # the windows of the current stage, placed on the mesh
+        id(stage0): parallel.replicate(stage0, mesh)
+    }  # the current stage's windows, on the mesh
     validation = parallel.replicate(validation, mesh) if validation is not None else None
-    initial = float(eval_fn(params, validation if validation is not None else first_windows))
+    initial = float(eval_fn(params, validation if validation is not None else placed[id(stage0)]))
     resumed = state is not None
     if state is None:
-        state = TrainState(
-            params,
-            opt_state,
-            params,
-            jax.random.key_data(key),
-            jnp.asarray(-1),
-            jnp.asarray(initial),
-            jnp.asarray(-1),
-            jnp.asarray(0),
-            jnp.asarray(0),
-        )
+        state = TrainState.start(params, opt_state, key, initial)
         for cb in callbacks:
             cb.start(initial, state, eqx.combine(params, static))
     params, opt_state = parallel.replicate((state.params, state.opt_state), mesh)

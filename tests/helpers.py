@@ -6,14 +6,15 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from lagnet.integrators import RK4
-from lagnet.models import PINODE, Friction
+from lagnet.models import PINODE
 from lagnet.rollout import rollout
-from lagnet.systems import Pendulum
+from lagnet.systems import JointFriction, Pendulum
 
 
 def damped(system, damping):
     """The system with viscous friction Q = −c ⊙ q̇ added: a forced, damped, velocity-dependent model."""
-    return PINODE(system, friction=Friction(jnp.zeros(system.n_dof), jnp.asarray(damping)))
+    damping = np.broadcast_to(np.asarray(damping, float), (system.n_dof,))
+    return PINODE(system, friction=JointFriction(system.n_dof, viscous=dict(enumerate(damping))))
 
 
 # The columns `write_pendulum_csv` writes, as a config's `data.mapping`.
@@ -36,7 +37,7 @@ def write_pendulum_csv(
         Pendulum(),
         friction=None
         if friction is None
-        else Friction(jnp.array([friction[0]]), jnp.array([friction[1]]), 1e-2),
+        else JointFriction(1, coulomb={0: friction[0]}, viscous={0: friction[1]}),
     )
     rng = np.random.default_rng(seed)
     u = np.repeat(rng.normal(size=(steps // hold, 1)) * scale, hold, axis=0)

@@ -151,7 +151,7 @@ def test_history_inputs_shift_in_the_past():
 def test_trim_solves_for_the_input_and_averaged_linearisation():
     """A constant residual force on the cart: holding the pole upright at rest needs u* = −that force."""
     from lagnet.control import linearise_averaged, trim
-    from lagnet.models import Friction
+    from lagnet.systems import JointFriction
 
     class Pushed(PINODE):
         def nonconservative_force(self, q, qd, u):
@@ -168,9 +168,7 @@ def test_trim_solves_for_the_input_and_averaged_linearisation():
     a0, b0 = linearise_averaged(dyn.f, UPRIGHT, jnp.zeros(1), 0.0, key=jax.random.key(0), samples=4)
     np.testing.assert_allclose(a0, a, atol=1e-12)
     np.testing.assert_allclose(b0, b, atol=1e-12)
-    rough = Dynamics(
-        PINODE(CartPole(), friction=Friction(jnp.array([0.2, 0.0]), jnp.zeros(2))), RK4(), 0.02
-    )
+    rough = Dynamics(PINODE(CartPole(), friction=JointFriction(2, coulomb={0: 0.2})), RK4(), 0.02)
     spread = jnp.array([0.0, 0.0, 0.2, 0.0])
     at_zero = linearise(rough.f, UPRIGHT, jnp.zeros(1))[0][2, 2]
     averaged = linearise_averaged(rough.f, UPRIGHT, jnp.zeros(1), spread, key=jax.random.key(1))[0][

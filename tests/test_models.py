@@ -9,14 +9,14 @@ import pytest
 from lagnet.models import (
     PINODE,
     BlackBox,
-    Friction,
     InputHistory,
     LearnedPotential,
     StateFeatures,
     fit_friction,
     make_mlp,
 )
-from lagnet.systems import CartPole, Pendulum
+from lagnet.systems import CartPole, JointFriction, Pendulum
+from lagnet.systems.parameters import project
 
 
 def small_mlp(features, out, key, zero=False, final="tanh"):
@@ -59,12 +59,17 @@ def test_pinode_network_acts_only_on_force_on(key):
     assert force[1] == 0 and force[0] != 0
 
 
-def test_learned_parameters_are_positive_and_trainable(key):
+def test_learned_parameters_are_bounded_and_trainable(key):
     model = PINODE(Pendulum(mass=2.0), learn_parameters=("mass",))
-    np.testing.assert_allclose(model.known_system.mass, 2.0, rtol=1e-14)
+    np.testing.assert_allclose(model.known_system.mass, 2.0, rtol=1e-6)
     params, _ = eqx.partition(model, model.trainable())
     leaves = jax.tree_util.tree_leaves(params)
-    assert len(leaves) == 1  # only log(mass): the system's own parameters are frozen
+    assert (
+        len(leaves) == 1
+    )  # only the mass's raw value: the system's own parameters and the scale are frozen
+    pushed = eqx.tree_at(lambda m: m.parameters["mass"].raw, model, jnp.asarray(-3.0))
+    assert pushed.known_system.mass == 0.0  # clipped at its lower bound where it is used
+    assert project(pushed).parameters["mass"].raw == 0.0  # and projected back after a step
     with pytest.raises(ValueError, match="has no parameter 'mass_of_moon'"):
         PINODE(Pendulum(), learn_parameters=("mass_of_moon",))
 
@@ -74,12 +79,17 @@ def test_trainable_freezes_system_and_feature_statistics(key):
     feats = StateFeatures.from_data(
         cp.angles, *(np.random.default_rng(i).random((10, w)) for i, w in enumerate((2, 2, 1)))
     )
-    model = PINODE(cp, network=small_mlp(feats, 2, key), features=feats, friction=Friction.zeros(2))
+    friction = JointFriction(2, coulomb={0: 0.0}, viscous={1: 0.0})
+    model = PINODE(cp, network=small_mlp(feats, 2, key), features=feats, friction=friction)
     params, _ = eqx.partition(model, model.trainable())
     assert params.system.cart_mass is None and params.features.q_scale is None
-    assert params.friction.coulomb is not None and params.network.layers[0].weight is not None
-    frozen = PINODE(cp, friction=Friction.zeros(2), friction_trainable=False)
-    assert eqx.partition(frozen, frozen.trainable())[0].friction.coulomb is None
+    coulomb = params.friction.coefficients["coulomb"]
+    assert (
+        coulomb.raw.shape == (1,) and coulomb.scale is None
+    )  # only the listed term, not its scale
+    assert params.network.layers[0].weight is not None
+    frozen = PINODE(cp, friction=friction, friction_trainable=False)
+    assert eqx.partition(frozen, frozen.trainable())[0].friction.coefficients["coulomb"].raw is None
 
 
 def test_learned_potential_with_dissipation_is_passive(key):
@@ -116,15 +126,25 @@ def test_blackbox_shapes(key):
 def test_friction_fit_recovers_coefficients():
     """Exact accelerations from a known friction law: the least-squares fit gives its coefficients back."""
     cp = CartPole()
-    true = Friction(jnp.array([0.19, 0.0]), jnp.array([0.0, 0.002]), 1e-2)
     rng = np.random.default_rng(1)
     q = rng.uniform(-3, 3, (400, 2))
     qd = rng.normal(size=(400, 2)) * 2
     u = rng.normal(size=(400, 1))
-    qdd = jax.vmap(lambda a, b, c: cp.acceleration(a, b, c, true(b)))(q, qd, u)
-    fit = fit_friction(cp, q, qd, np.asarray(qdd), u, coulomb=(True, False), viscous=(False, True))
-    np.testing.assert_allclose(fit.coulomb, true.coulomb, atol=1e-8)
-    np.testing.assert_allclose(fit.viscous, true.viscous, atol=1e-8)
+    for shape, terms in [
+        ("tanh", {"coulomb": {0: 0.19}, "viscous": {1: 0.002}}),
+        ("atan", {"coulomb": {0: 0.093, 1: 0.078}, "viscous": {0: 0.001, 1: 0.001}}),
+        ("stribeck", {"coulomb": {0: 0.19}, "stribeck": {0: 0.05}, "viscous": {1: 0.002}}),
+    ]:
+        true = JointFriction(2, **terms, shape=shape)
+        qdd = jax.vmap(lambda a, b, c: cp.acceleration(a, b, c, true(b)))(q, qd, u)  # noqa: B023
+        template = JointFriction(
+            2, **{t: dict.fromkeys(v, 0.0) for t, v in terms.items()}, shape=shape
+        )
+        fit = fit_friction(cp, q, qd, np.asarray(qdd), u, template)
+        for term in terms:
+            np.testing.assert_allclose(
+                fit.coefficient(term), true.coefficient(term), atol=1e-6, err_msg=shape
+            )
 
 
 def test_input_history_layout():

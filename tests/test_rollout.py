@@ -201,8 +201,9 @@ def test_gradients_match_finite_differences(system, name):
     f = jax.jit(jax.vmap(loss))
     fd = (f(theta + basis) - f(theta - basis)) / (2 * eps)
     assert relative_error(grad, fd) < 1e-6, (name, relative_error(grad, fd))
-    # The initial state and every parameter: the cart-pole's 5 and its friction's Coulomb and viscous terms.
-    assert theta.size == (13 if system == "cartpole" else 5)
+    # The initial state and every parameter: the cart-pole's 5, its two viscous terms and their scale; the
+    # pendulum's 4 (mass, centre of mass, inertia, g).
+    assert theta.size == (12 if system == "cartpole" else 6)
 
 
 # --- windows ------------------------------------------------------------------------------------------------

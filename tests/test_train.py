@@ -86,8 +86,8 @@ def test_lstsq_friction_recovers_the_plant(pendulum_csv, tmp_path):
     )
     config = config.replace(training={"epochs": 0})
     result = train(config, str(tmp_path / "run"), progress=False)
-    np.testing.assert_allclose(result.model.friction.viscous, [0.1], rtol=0.1)
-    np.testing.assert_allclose(result.model.friction.coulomb, [0.05], rtol=0.2)
+    np.testing.assert_allclose(result.model.friction.coefficient("viscous"), [0.1], rtol=0.1)
+    np.testing.assert_allclose(result.model.friction.coefficient("coulomb"), [0.05], rtol=0.2)
 
 
 def test_saved_model_reloads_bit_for_bit(pendulum_csv, tmp_path):
@@ -236,12 +236,12 @@ def test_system_identification_recovers_a_length(tmp_path):
         [t, np.asarray(qs)[:, 0], np.asarray(qds)[:, 0], np.append(u[:, 0], 0.0)]
     )
     np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
-    config = config_for(str(path), type="known", learn_parameters=["length"])
+    config = config_for(str(path), type="known", learn_parameters=["com"])
     config = config.replace(
         model={"type": "pure_ode"}, training={"epochs": 60, "learning_rate": 2e-2, "horizon": 5}
     )
     result = train(config, str(tmp_path / "run"), progress=False)
-    np.testing.assert_allclose(result.model.known_system.length, 1.3, rtol=2e-3)
+    np.testing.assert_allclose(result.model.known_system.com, 1.3, rtol=2e-3)
 
 
 def test_curriculum_grows_the_horizon(pendulum_csv, tmp_path):
@@ -276,7 +276,7 @@ def test_registered_system_is_valid_in_configs():
     register_system("long_pendulum_for_test", lambda length=2.0: Pendulum(length=length))
     try:
         config = validate({"system": {"name": "long_pendulum_for_test", "params": {"length": 3.0}}})
-        assert float(build_system(config).length) == 3.0
+        assert float(build_system(config).com) == 3.0
         with pytest.raises(ValueError, match="already registered"):
             register_system("pendulum", Pendulum)
     finally:

@@ -65,6 +65,7 @@ def run(args) -> int:
     if not args.config:
         raise ValueError("lagnet train needs a CONFIG file (or --show-config)")
     config = _config.load_config(args.config, args.set)
+    from ..models.summary import physics_summary
     from ..run.training import train_run
 
     if config.dtype == "float64":
@@ -76,4 +77,30 @@ def run(args) -> int:
         f"trained {config.name} ({config.model.type}): best validation loss "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"
     )
+    for line in describe_physics(physics_summary(result.model)):
+        print("  " + line)
     return 0
+
+
+def _numbers(values) -> str:
+    if isinstance(values, dict):
+        return ", ".join(f"{k} {v:.4g}" for k, v in values.items())
+    return ", ".join(f"{v:.4g}" for v in (values if isinstance(values, list) else [values]))
+
+
+def describe_physics(physics: dict) -> list[str]:
+    """The fitted/trained friction, learned parameters and output scale as lines (what summary.json holds)."""
+    lines = []
+    friction = physics.get("friction")
+    if friction:
+        terms = "; ".join(
+            f"{t} {_numbers(friction[t])}"
+            for t in ("viscous", "coulomb", "stribeck")
+            if t in friction
+        )
+        lines.append(f"friction ({friction['shape']}, ε {friction['epsilon']:g}): {terms}")
+    if physics.get("learned_parameters"):
+        lines.append(f"learned parameters: {_numbers(physics['learned_parameters'])}")
+    if "output_scale" in physics:
+        lines.append(f"network output scale: {_numbers(physics['output_scale'])}")
+    return lines

@@ -6,12 +6,13 @@ import os
 import yaml
 
 from .schema import Config, ConfigError, validate
+from .sources import is_file, split_source
 
 
 def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
     """Read a YAML config, apply `key.path=value` overrides, validate.
 
-    Data paths are resolved relative to the config file's folder.
+    Data paths and a system's source file are resolved relative to the config file's folder.
     """
     path = os.fspath(path)
     try:
@@ -36,7 +37,14 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
     data = dataclasses.replace(
         config.data, train=resolve(config.data.train), test=resolve(config.data.test)
     )
-    return dataclasses.replace(config, data=data)
+    system = config.system
+    if system.source is not None:
+        location, function = split_source(system.source)
+        if is_file(location):
+            location = resolve([location])[0]
+        source = location if function is None else f"{location}:{function}"
+        system = dataclasses.replace(system, source=source)
+    return dataclasses.replace(config, data=data, system=system)
 
 
 def apply_override(user: dict, item: str, *, source: str = "--set") -> None:

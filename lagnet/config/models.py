@@ -9,16 +9,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..data.derivatives import robust_spread
 from ..models import (
     PINODE,
     BlackBox,
-    Friction,
     LearnedPotential,
     StateFeatures,
     fit_friction,
     make_mlp,
 )
 from ..systems.base import AbstractSystem
+from ..systems.friction import TERMS, JointFriction
 from .errors import ConfigError
 
 
@@ -36,7 +37,10 @@ def coordinate_indices(system: AbstractSystem, names, key: str) -> tuple[int, ..
 
 
 def output_scale(setting, size: int, target=None, key: str = "model.output_scale"):
-    """The network's output scale: given, or "auto" = 3 × the spread of `target` (N, size) (1 without data)."""
+    """The network's output scale: given, or "auto" = 3 × the robust spread of `target` (N, size) (1 without
+    data): its 2.5 %-trimmed standard deviation, scaled to σ for normal samples (`robust_spread`), which a few
+    wild samples (spikes of differentiated, quantised velocities) do not inflate. `target` is the residual force
+    (PINODE) or q̈ (black box) of `sample_statistics`, whose q̈ is the smoothed derivative of the velocities."""
     if setting != "auto":
         scale = (
             np.broadcast_to(np.asarray(setting, float), (size,))
@@ -50,7 +54,7 @@ def output_scale(setting, size: int, target=None, key: str = "model.output_scale
         return scale
     if target is None:
         return np.ones(size)  # a skeleton: the value is restored from the checkpoint
-    spread = np.std(np.asarray(target), axis=0)
+    spread = robust_spread(np.asarray(target, float))
     return 3 * np.where(spread > 1e-12, spread, 1.0)
 
 
@@ -92,48 +96,90 @@ def _mlp(config, features, out_size: int, *, zero: bool, key, activation=None, f
     )
 
 
-def _friction(config, system: AbstractSystem, stats):
+def _friction(config, system: AbstractSystem, stats) -> JointFriction | None:
+    """`model.friction`: given coefficients as given, named terms fitted (lstsq) or from zero; None without terms.
+
+    The fit holds the given terms fixed: it explains what is left of the residual force after them.
+    """
     fc = config.model.friction
-    n, m = system.n_dof, system.n_inputs
-    coulomb = coordinate_indices(system, fc.coulomb, "model.friction.coulomb")
-    viscous = coordinate_indices(system, fc.viscous, "model.friction.viscous")
-    if not (coulomb or viscous):
+    given, named = {}, {}
+    for term in TERMS:
+        entry = getattr(fc, term)
+        key = f"model.friction.{term}"
+        names = list(entry) if isinstance(entry, dict) else entry
+        idx = coordinate_indices(system, names, key)
+        if isinstance(entry, dict):
+            given[term] = {i: float(entry[n]) for i, n in zip(idx, names, strict=True)}
+        elif idx:
+            named[term] = dict.fromkeys(idx, 0.0)
+    if not (given or named):
         return None
-    if stats is None or fc.fit != "lstsq":
-        return Friction.zeros(n, fc.epsilon)
-    return fit_friction(
-        system,
-        stats["q"],
-        stats["qd"],
-        stats["qdd"],
-        stats["u"][:, :m],
-        coulomb=tuple(i in coulomb for i in range(n)),
-        viscous=tuple(i in viscous for i in range(n)),
-        epsilon=fc.epsilon,
+    if given.get("stribeck") or named.get("stribeck"):
+        if fc.shape != "stribeck":
+            raise ConfigError(
+                f"model.friction.stribeck needs model.friction.shape: stribeck, got {fc.shape!r}"
+            )
+    shape = {"shape": fc.shape, "epsilon": fc.epsilon, "stribeck_velocity": fc.stribeck_velocity}
+    n = system.n_dof
+    if named and stats is not None and fc.fit == "lstsq":
+        known = JointFriction(n, **given, **shape) if given else None
+        fitted = fit_friction(
+            system,
+            stats["q"],
+            stats["qd"],
+            stats["qdd"],
+            stats["u"][:, : system.n_inputs],
+            JointFriction(n, **named, **shape),
+            known=known,
+        )
+        named = {
+            t: dict(
+                zip(fitted.on[t], np.asarray(fitted.coefficients[t].value).tolist(), strict=True)
+            )
+            for t in fitted.on
+        }
+    merged = {
+        t: {**named.get(t, {}), **given.get(t, {})} for t in TERMS if t in named or t in given
+    }
+    return JointFriction(n, **merged, **shape)
+
+
+def _learn_parameters(config, system: AbstractSystem) -> dict:
+    """`model.learn_parameters` as name → bounds, checked against the system's parameters."""
+    entry = config.model.learn_parameters
+    bounds = (
+        {k: dict(v or {}) for k, v in entry.items()}
+        if isinstance(entry, dict)
+        else {k: {} for k in entry}
     )
-
-
-def _check_learnable(config, system: AbstractSystem) -> None:
-    for name in config.model.learn_parameters:
-        if not isinstance(getattr(system, name, None), jax.Array):
+    for name, bound in bounds.items():
+        try:
+            value = np.asarray(system.parameter(name))
+        except KeyError:
             raise ConfigError(
                 f"model.learn_parameters: {type(system).__name__} has no parameter {name!r}"
+            ) from None
+        lower = bound.get("lower", 0.0)
+        if lower is not None and np.any(value < lower):
+            raise ConfigError(
+                f"model.learn_parameters.{name}: starts at {value}, below its lower bound {lower} "
+                "(parameters are kept >= 0 unless you give `lower`)"
             )
+    return bounds
 
 
 def build_known(config, system: AbstractSystem, stats, *, key) -> PINODE:
-    """The known system alone, q̈ = M⁻¹ (B u − C q̇ − G)."""
-    return PINODE(system)
+    """The known system with any given friction, q̈ = M⁻¹ (B u + Q_f − C q̇ − G); nothing is trained."""
+    return PINODE(system, friction=_friction(config, system, stats), friction_trainable=False)
 
 
 def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
     """Known physics + parametric friction (least squares, the paper's eq. 13), no network."""
-    _check_learnable(config, system)
     mc = config.model
     return PINODE(
         system,
         friction=_friction(config, system, stats),
-        learn_parameters=tuple(mc.learn_parameters),
+        learn_parameters=_learn_parameters(config, system),
         input_history=mc.input_history,
         friction_trainable=mc.friction.trainable,
     )
@@ -152,13 +198,12 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
     network = _mlp(config, features, len(force_on), zero=mc.zero_init, key=key)
     target = None if stats is None else residual_force(system, stats, friction)[:, list(force_on)]
     scale = output_scale(mc.output_scale, len(force_on), target)
-    _check_learnable(config, system)
     return PINODE(
         system,
         friction=friction,
         network=network,
         features=features,
-        learn_parameters=tuple(mc.learn_parameters),
+        learn_parameters=_learn_parameters(config, system),
         force_on=force_on,
         output_scale=scale,
         input_history=mc.input_history,

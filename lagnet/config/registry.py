@@ -11,6 +11,7 @@ from .. import systems as _systems
 from ..systems.base import AbstractSystem
 from . import models as _models
 from .errors import ConfigError
+from .sources import SOURCED
 
 SYSTEMS: dict[str, Callable[..., AbstractSystem]] = {
     "pendulum": _systems.Pendulum,
@@ -52,7 +53,7 @@ def register_system(name: str, factory: Callable[..., AbstractSystem]) -> None:
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"register_system: name must be a non-empty string, got {name!r}")
-    if name in SYSTEMS:
+    if name in SYSTEMS or name in SOURCED:
         raise ValueError(f"register_system: {name!r} is already registered")
     if not callable(factory):
         raise TypeError(f"register_system: factory must be callable, got {type(factory).__name__}")
@@ -60,8 +61,11 @@ def register_system(name: str, factory: Callable[..., AbstractSystem]) -> None:
 
 
 def build_system(config) -> AbstractSystem:
-    """The known system of `config.system`: the registered factory called with `system.params`."""
+    """The known system of `config.system`: the registered factory called with `system.params`, or the system
+    its `source` gives (see `lagnet.config.sources`)."""
     name, params = config.system.name, config.system.params
+    if name in SOURCED:
+        return SOURCED[name](config.system)
     try:
         return SYSTEMS[name](**params)
     except TypeError as e:

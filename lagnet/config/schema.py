@@ -14,6 +14,7 @@ import yaml
 
 from .errors import ConfigError
 from .registry import INTEGRATORS, MODEL_TYPES, SYSTEMS
+from .sources import SOURCED
 
 NUM = (int, float)
 
@@ -78,28 +79,114 @@ class _Section:
         return dataclasses.asdict(self)
 
 
+def _friction_term(x):
+    if isinstance(x, list):
+        return list_of(str)(x)
+    bad = {
+        k: v
+        for k, v in x.items()
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, NUM) or not v >= 0
+    }
+    if bad:
+        return f"must map coordinate names to coefficients >= 0 (friction dissipates), got {bad}"
+    return None
+
+
+def _learn_parameters(x):
+    if isinstance(x, list):
+        return list_of(str)(x)
+    for name, bound in x.items():
+        if bound is None:
+            continue
+        if not isinstance(bound, dict) or set(bound) - {"lower", "upper", "scale"}:
+            return (
+                f"{name}: expected null or a mapping with keys lower, upper, scale, got {bound!r}"
+            )
+        bad = [v for v in bound.values() if v is not None and not isinstance(v, NUM)]
+        if bad or isinstance(bound.get("scale"), bool):
+            return f"{name}: lower, upper and scale must be numbers or null, got {bound!r}"
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class SystemConfig(_Section):
     name: str = option(
-        "cartpole", (str,), "the known mechanics (a registered system)", one_of(lambda: SYSTEMS)
+        "cartpole",
+        (str,),
+        "the known mechanics: a registered system, or python | lagrangian | urdf | mjcf with `source`",
+        one_of(lambda: {**SYSTEMS, **SOURCED}),
     )
-    params: dict = option({}, (dict,), "overrides of the system's parameters, e.g. {length: 0.2}")
+    params: dict = option(
+        {},
+        (dict,),
+        "the system's parameters, e.g. {length: 0.2} (python: keyword arguments of the function; "
+        "lagrangian: the `params` dict its functions receive; urdf/mjcf: armature, inertia_offset, ...)",
+    )
+    source: str | None = option(
+        None,
+        (str,),
+        "python: file.py:function or package.module:function returning the system (this RUNS that code); "
+        "lagrangian: a .py file defining kinetic(q, qd, params), potential(q, params) and optionally "
+        "input_matrix(q, params) (also run); urdf / mjcf: the robot description. Files are relative to "
+        "the config and copied into the run",
+        nullable=True,
+    )
+    coordinates: list | None = option(
+        None, (list,), "lagrangian: the coordinate names (their number is n)", nullable=True
+    )
+    angles: list | None = option(
+        None,
+        (list,),
+        "lagrangian: the coordinates that are angles (wrapped, embedded as sin/cos); null: none",
+        nullable=True,
+    )
+    inputs: list | None = option(
+        None,
+        (list,),
+        "lagrangian: the input names (default one per coordinate with B = I, or u1..um from input_matrix)",
+        nullable=True,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class FrictionConfig(_Section):
-    coulomb: list = option(
-        [], (list,), "coordinate names with Coulomb friction c·tanh(q̇/ε)", list_of(str)
+    viscous: list | dict = option(
+        [],
+        (list, dict),
+        "viscous friction b·q̇: coordinate names (b fitted, see `fit`) or {name: b} (given, e.g. identified)",
+        _friction_term,
     )
-    viscous: list = option([], (list,), "coordinate names with viscous friction b·q̇", list_of(str))
-    epsilon: float = option(0.01, NUM, "smoothing velocity ε of the Coulomb term", positive)
+    coulomb: list | dict = option(
+        [],
+        (list, dict),
+        "Coulomb friction c·σ(q̇): coordinate names (fitted) or {name: c} (given)",
+        _friction_term,
+    )
+    stribeck: list | dict = option(
+        [],
+        (list, dict),
+        "shape stribeck: the static excess s·exp(−(q̇/v_s)²)·σ(q̇), names (fitted) or {name: s} (given)",
+        _friction_term,
+    )
+    shape: str = option(
+        "tanh",
+        (str,),
+        "σ(q̇): tanh = tanh(q̇/ε); atan = atan(q̇/ε), saturating at π/2 (a lab's c·atan(100 q̇) is ε 0.01 "
+        "with c unchanged); stribeck = tanh(q̇/ε) plus the Stribeck term",
+        one_of(("tanh", "atan", "stribeck")),
+    )
+    epsilon: float = option(0.01, NUM, "smoothing velocity ε of σ(q̇)", positive)
+    stribeck_velocity: float = option(0.1, NUM, "Stribeck velocity v_s", positive)
     fit: str = option(
         "lstsq",
         (str,),
-        "lstsq: least squares on the training data; none: start at zero",
+        "for terms given by name: lstsq = non-negative least squares on the training data; none = start "
+        "at zero",
         one_of(("lstsq", "none")),
     )
-    trainable: bool = option(True, (bool,), "refine the friction coefficients by gradient descent")
+    trainable: bool = option(
+        True, (bool,), "refine the friction coefficients by gradient descent (kept >= 0)"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,8 +224,12 @@ class ModelConfig(_Section):
         0, (int,), "past inputs the network also sees (actuator lag)", non_negative
     )
     friction: FrictionConfig = dataclasses.field(default_factory=FrictionConfig)
-    learn_parameters: list = option(
-        [], (list,), "system parameters to learn (kept positive)", list_of(str)
+    learn_parameters: list | dict = option(
+        [],
+        (list, dict),
+        "system parameters to learn: names, or {name: {lower, upper, scale}} (default lower 0: kept "
+        "non-negative; may start at 0)",
+        _learn_parameters,
     )
     learn_mass: bool = option(False, (bool,), "potential model: learn a constant SPD mass matrix")
     dissipation: bool = option(
@@ -178,6 +269,13 @@ class DataConfig(_Section):
     )
     max_duration: float | None = option(
         None, NUM, "use only the first this many seconds of training data", positive, nullable=True
+    )
+    derivative_window: float = option(
+        0.03,
+        NUM,
+        "s: q̈ for the friction fit and the automatic output scale is a local quadratic fit of q̇ over at "
+        "most this long (noisy, fast-sampled velocities want more, e.g. 0.1 at 500 Hz)",
+        positive,
     )
 
 
@@ -351,8 +449,12 @@ def _build(cls, user: Any, path: str, where: str):
             isinstance(value, bool) and bool not in meta["types"]
         )
         if not ok:
+            hint = ""
+            if isinstance(value, str) and float in meta["types"] and _is_number(value):
+                hint = f" (YAML reads {value} as text: write it with a decimal point, e.g. {float(value)!r})"
             raise ConfigError(
                 f"{where}{key_path} must be {_expected(meta)}, got {value!r} ({type(value).__name__})"
+                + hint
             )
         if meta["check"] is not None:
             msg = meta["check"](value)
@@ -360,6 +462,14 @@ def _build(cls, user: Any, path: str, where: str):
                 raise ConfigError(f"{where}{key_path} {msg}, got {value!r}")
         values[key] = float(value) if meta["types"] == NUM else copy.deepcopy(value)
     return cls(**values)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def validate(user: object, *, source: str | None = None) -> Config:
@@ -371,6 +481,16 @@ def validate(user: object, *, source: str | None = None) -> Config:
 
 
 def _check_consistency(config: Config, where: str) -> Config:
+    sc = config.system
+    if sc.name in SOURCED and not sc.source:
+        raise ConfigError(f"{where}system.source is required for system.name {sc.name!r}")
+    if sc.name not in SOURCED:
+        for key in ("source", "coordinates", "angles", "inputs"):
+            if getattr(sc, key) is not None:
+                raise ConfigError(
+                    f"{where}system.{key} is only read for system.name one of {list(SOURCED)}, "
+                    f"not {sc.name!r}"
+                )
     for i, entry in enumerate(config.training.curriculum):
         if (
             not isinstance(entry, list | tuple)

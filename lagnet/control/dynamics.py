@@ -27,6 +27,9 @@ class Dynamics(eqx.Module):
     - `step(x, u, dt=self.dt)` → x after one step of the model's integrator with u held (zero-order hold).
     - `rollout(x0, us, dt=self.dt)` → xs of shape (steps + 1, 2n).
 
+    A model without inputs (m = 0, an unforced rig) takes u=None in `f` and `step`, and us=None with `steps=` in
+    `rollout`.
+
     Everything is a pure function of arrays: jit, vmap (over states, inputs or both) and grad work.
 
     A model trained with an input history (`model.input_history = k`) takes (m (k + 1),) inputs, newest first;
@@ -82,13 +85,31 @@ class Dynamics(eqx.Module):
         n = self.n_dof
         return x[:n], x[n:]
 
-    def f(self, x: State, u: Input) -> State:
+    def _unforced(self, what: str, dtype) -> Input:
+        """The empty input (0,) of a model without inputs, for `what` called with u=None; a `ValueError` for a
+        model with inputs (it needs them given)."""
+        if self.n_inputs:
+            raise ValueError(
+                f"Dynamics.{what}: the model has {self.n_inputs} input(s); pass them (u=None, "
+                "us=None only for a model without inputs)"
+            )
+        return jnp.zeros((0,), dtype)
+
+    def f(self, x: StateLike, u: InputLike | None = None) -> State:
+        """ẋ = (q̇, q̈(q, q̇, u)); u may be None for a model without inputs."""
+        x = jnp.asarray(x)
+        u = None if u is None else jnp.asarray(u)
         q, qd = self.split(x)
+        if u is None:
+            u = self._unforced("f", jnp.result_type(x))
         return jnp.concatenate([qd, self.model.acceleration(q, qd, self.full_input(u))])
 
-    def step(self, x: StateLike, u: InputLike, dt=None) -> State:
+    def step(self, x: StateLike, u: InputLike | None = None, dt=None) -> State:
+        """x after one step of `dt` (default `self.dt`) with u held; u may be None for a model without inputs."""
         q, qd = self.split(x)
         dt = self.dt if dt is None else dt
+        if u is None:
+            u = self._unforced("step", jnp.result_type(q))
         u = self.full_input(u)
         qs, qds = rollout(
             self.model, self.integrator, q, qd, u[None], jnp.asarray(dt)[None], throw=False
@@ -99,8 +120,10 @@ class Dynamics(eqx.Module):
         """us (steps, m) → the model's inputs (steps, m (k + 1)): at step j, u_j, u_{j−1}, …, u_{j−k}.
 
         Inputs before the first come from `u_past` (k, m), newest first, or repeat us[0] when it is None.
-        For a model without input history this is `us` itself.
+        For a model without input history this is `us` itself (None stays None: an unforced rollout).
         """
+        if us is None:
+            return None
         us = jnp.asarray(us)
         history = self.history
         if not history.lags or us.shape[-1] != self.n_inputs:
@@ -108,13 +131,28 @@ class Dynamics(eqx.Module):
         return history.stack(us, history.past_held(us) if u_past is None else u_past)
 
     def rollout(
-        self, x0: StateLike, us: Float[ArrayLike, "steps m"], dt=None, u_past=None
-    ) -> Float[Array, "steps+1 state"]:
-        """States (steps + 1, 2n) from x0 under the inputs us (steps, m); see `history_inputs` for `u_past`."""
+        self,
+        x0: StateLike,
+        us: Float[ArrayLike, "steps m"] | None = None,
+        dt=None,
+        u_past=None,
+        *,
+        steps: int | None = None,
+    ) -> Float[Array, "states state"]:  # states = steps + 1 (us may be None, binding no `steps`)
+        """States (steps + 1, 2n) from x0 under the inputs us (steps, m); see `history_inputs` for `u_past`.
+
+        A model without inputs (m = 0) may take us=None with `steps=` (or a (steps,) dt), as `lagnet.rollout`;
+        the result equals that of a (steps, 0) array. A model with inputs needs `us`.
+        """
         q, qd = self.split(x0)
         dt = self.dt if dt is None else dt
+        if us is None and self.n_inputs:
+            raise ValueError(
+                f"Dynamics.rollout: the model has {self.n_inputs} input(s); pass us of shape "
+                f"(steps, {self.n_inputs}) (us=None only for a model without inputs)"
+            )
         inputs = self.history_inputs(us, u_past)
-        qs, qds = rollout(self.model, self.integrator, q, qd, inputs, dt, throw=False)
+        qs, qds = rollout(self.model, self.integrator, q, qd, inputs, dt, steps=steps, throw=False)
         return jnp.concatenate([qs, qds], axis=-1)
 
 

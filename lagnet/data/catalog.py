@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..systems import CartPole, Pendulum
+from ..systems import CartPole, DoublePendulum, Pendulum
 from ..systems.base import AbstractSystem
 from .loader import load_trajectories
 from .trajectory import Trajectory
@@ -42,6 +42,41 @@ def dfki_pendulum() -> Pendulum:
     """The DFKI test bed as a point-mass pendulum with its identified J = m l² = 0.06259, m l = 0.1022 (g = 9.81)."""
     length = 0.06259 / 0.1022
     return Pendulum(mass=0.1022 / length, length=length, g=9.81)
+
+
+_DFKI_DOUBLE = "real/dfki_double_pendulum_A0"
+_DFKI_DOUBLE_MAPPING = {
+    "time": "time",
+    "positions": ["pos_meas1", "pos_meas2"],
+    "velocities": ["vel_meas1", "vel_meas2"],
+    "inputs": ["tau_meas1", "tau_meas2"],
+    "units": {
+        "time": "s",
+        **{f"pos_meas{i}": "rad" for i in (1, 2)},
+        **{f"vel_meas{i}": "rad/s" for i in (1, 2)},
+        **{f"tau_meas{i}": "N*m" for i in (1, 2)},
+    },
+}
+_DFKI_DOUBLE_RUNS = ("00", "01", "02", "03", "04", "05", "11", "12", "13")
+
+
+def dfki_double_pendulum() -> DoublePendulum:
+    """The DFKI double pendulum (design A.0) as its lab identified it (model_2.0_parameters.yml): link inertias
+    about the joint axes, motor rotor inertia with gear ratio; its friction is the model's (see
+    configs/dfki_double_pendulum_known.yaml)."""
+    return DoublePendulum(
+        m1=0.5593806151425046,
+        m2=0.6043459469186889,
+        l1=0.3,
+        r1=0.3,
+        r2=0.18377686083653508,
+        I1=0.053470810264216295,
+        I2=0.02392374528789766,
+        g=9.81,
+        inertia_about="joint",
+        Ir=7.659297952841183e-05,
+        gr=6.0,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +152,16 @@ def _specs() -> dict[str, DatasetSpec]:
                 _DFKI_MAPPING,
                 dfki_pendulum,
                 f"measured DFKI pendulum, {run.replace('_', ' ')}",
+            )
+        )
+    for run in _DFKI_DOUBLE_RUNS:
+        specs.append(
+            DatasetSpec(
+                f"dfki_double_pendulum_{run}",
+                f"{_DFKI_DOUBLE}/sys_id_20220815_trajectory_{run}.csv.gz",
+                _DFKI_DOUBLE_MAPPING,
+                dfki_double_pendulum,
+                f"measured DFKI double pendulum A.0, system identification run {run}",
             )
         )
     return {s.name: s for s in specs}

@@ -19,7 +19,7 @@ from jaxtyping import Float, Int, Shaped
 
 from ..systems.base import AbstractSystem
 from .angles import unwrap
-from .mapping import ColumnMapping
+from .mapping import ColumnMapping, offset_and_kind
 from .trajectory import Trajectory
 from .units import parse_unit
 
@@ -212,13 +212,15 @@ def load_trajectories(
     Positions, velocities and inputs are checked against `system` (number of columns, units of angle and length
     coordinates) and take its names. Without a system, `angles` (or the declared angle units) says which
     coordinates are angles. Angle coordinates are unwrapped, so files may hold them wrapped to [−π, π) or
-    [0, 2π). Velocities are read, or derived from the (unwrapped) positions by finite differences on the
-    measured time grid.
+    [0, 2π). The mapping's conventions (`sign`, `offsets`, `relative`, `absolute`) then convert the unwrapped
+    recording into the system's convention. Velocities are read (and converted alike), or derived from the
+    converted positions by finite differences on the measured time grid.
 
     The steps, in the order in which their errors are raised: read the file (`_read`); find the mapped columns
-    (`_mapped_columns`); check that they have the same number of rows and finite values (`_check_rows`); convert
-    to SI units (`_time_seconds`, `_coordinates_si`, `_inputs_array`); split into episodes (`_episodes`); check
-    each episode's time and build its trajectory (`_episode_trajectory`).
+    (`_mapped_columns`); check the conventions against the coordinates (`_convention`); check that the columns
+    have the same number of rows and finite values (`_check_rows`); convert to SI units (`_time_seconds`,
+    `_coordinates_si`, `_inputs_array`); split into episodes (`_episodes`); check each episode's time and build
+    its trajectory (`_episode_trajectory`: unwrap, convert, derive velocities, resample).
 
     Raises:
         FileNotFoundError: no such file.
@@ -228,12 +230,15 @@ def load_trajectories(
         mapping = ColumnMapping.from_dict(mapping)
     table = _read(str(path))
     cols = _mapped_columns(table, mapping, system, angles)
+    conv = _convention(table, mapping, cols)
     rows = _check_rows(table, mapping, cols)
     t = _time_seconds(table, mapping, cols.time, rows)
     q, qd = _coordinates_si(table, mapping, cols)
     u = _inputs_array(cols, rows, system)
+    if conv is not None:
+        u = u * conv.input_sign
     return [
-        _episode_trajectory(table, mapping, cols, label, idx, t, q, qd, u)
+        _episode_trajectory(table, mapping, cols, conv, label, idx, t, q, qd, u)
         for label, idx in _episodes(cols.episode, rows)
     ]
 
@@ -365,6 +370,134 @@ def _input_columns(
     return inp, _column_names(mapping.inputs, len(inp))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Convention:
+    """The mapping's conventions as arrays: q ← (sign ⊙ (q − offset)) Tᵀ, q̇ ← (sign ⊙ q̇) Tᵀ, u ← input_sign ⊙ u.
+
+    `matrix` T (n, n) holds `relative` and `absolute` (entries 0, ±1: exact in floating point); the identity
+    where there are none.
+    """
+
+    sign: Float[np.ndarray, " n"]
+    offset: Float[np.ndarray, " n"]
+    matrix: Float[np.ndarray, "n n"]
+    input_sign: Float[np.ndarray, " m"]
+
+    def positions(self, q: Float[np.ndarray, "k n"]) -> Float[np.ndarray, "k n"]:
+        """Recorded positions (SI, unwrapped) in the system's convention."""
+        return (self.sign * (q - self.offset)) @ self.matrix.T
+
+    def velocities(self, qd: Float[np.ndarray, "k n"]) -> Float[np.ndarray, "k n"]:
+        """Recorded velocities (SI) in the system's convention (offsets do not move them)."""
+        return (self.sign * qd) @ self.matrix.T
+
+
+def _convention(table: _Table, mapping: ColumnMapping, cols: _Columns) -> _Convention | None:
+    """The mapping's conventions for these coordinates and inputs; None where it gives none.
+
+    Checks that every name is a coordinate (`sign`: or an input), that an offset stated as an angle (a multiple of
+    π, an angle unit) is on an angle coordinate and one with a length unit on another, and that `relative` /
+    `absolute` pair two angles or two non-angles.
+    """
+    if not mapping.converts:
+        return None
+    sign, input_sign = _signs(table, mapping, cols)
+    offset = np.zeros(len(cols.coordinate_names))
+    for name, value in mapping.offsets.items():
+        i = _coordinate(table, cols, name, "offsets")
+        offset[i], kind = offset_and_kind(value, f"{table.path}: mapping.offsets.{name}")
+        if kind is not None and (kind == "angle") != cols.angles[i]:
+            stated = "an angle" if kind == "angle" else "a length"
+            raise ValueError(
+                f"{table.path}: mapping.offsets.{name}: {value!r} is {stated} but coordinate {name!r} is "
+                + ("an angle" if cols.angles[i] else "not an angle")
+                + ("" if cols.angles[i] else " (without a system, give `angles` or an angle unit)")
+            )
+    for key in ("relative", "absolute"):
+        for name, ref in getattr(mapping, key).items():
+            i, j = _coordinate(table, cols, name, key), _coordinate(table, cols, ref, key)
+            if cols.angles[i] != cols.angles[j]:
+                a, b = (name, ref) if cols.angles[i] else (ref, name)
+                raise ValueError(
+                    f"{table.path}: mapping.{key}.{name}: coordinate {a!r} is an angle but {b!r} is not; "
+                    f"{key} coordinates are both angles or both not"
+                )
+    index = {c: i for i, c in enumerate(cols.coordinate_names)}
+    return _Convention(sign, offset, _convention_matrix(mapping, index), input_sign)
+
+
+def _coordinate(table: _Table, cols: _Columns, name: str, key: str) -> int:
+    """The index of coordinate `name`, named in `mapping.key`; a `ValueError` (with the coordinate a column
+    name stands for) if there is none."""
+    names = cols.coordinate_names
+    if name in names:
+        return names.index(name)
+    raise ValueError(
+        f"{table.path}: mapping.{key}: unknown coordinate {name!r}; the coordinates are {list(names)}"
+        + _column_hint(cols, name)
+    )
+
+
+def _column_hint(cols: _Columns, name: str) -> str:
+    """Where `name` is a position or input column but not a coordinate or input: which one it stands for."""
+    for columns, names in (
+        (cols.position_columns, cols.coordinate_names),
+        (cols.input_columns, cols.input_names),
+    ):
+        if name in columns and len(names) == len(columns):
+            return (
+                f" (conventions name coordinates and inputs, not columns: column {name!r} is "
+                f"{names[columns.index(name)]!r})"
+            )
+    return ""
+
+
+def _signs(
+    table: _Table, mapping: ColumnMapping, cols: _Columns
+) -> tuple[Float[np.ndarray, " n"], Float[np.ndarray, " m"]]:
+    """The signs of the coordinates and of the inputs (1 where `mapping.sign` names neither).
+
+    Checks that each name is a coordinate or an input, and not both.
+    """
+    names, inputs = cols.coordinate_names, cols.input_names
+    sign, input_sign = np.ones(len(names)), np.ones(len(inputs))
+    for name, s in mapping.sign.items():
+        if name in names and name in inputs:
+            raise ValueError(
+                f"{table.path}: mapping.sign.{name}: {name!r} names both a coordinate and an input"
+            )
+        if name in inputs:
+            input_sign[inputs.index(name)] = s
+        elif name in names:
+            sign[names.index(name)] = s
+        else:
+            raise ValueError(
+                f"{table.path}: mapping.sign: unknown coordinate or input {name!r}; the coordinates are "
+                f"{list(names)}, the inputs {list(inputs)}" + _column_hint(cols, name)
+            )
+    return sign, input_sign
+
+
+def _convention_matrix(mapping: ColumnMapping, index: dict[str, int]) -> Float[np.ndarray, "n n"]:
+    """T with (T r)[q] = r[q] − A(p) for `relative: {q: p}`, A(q) for `absolute`, r[q] otherwise, where A is the
+    absolute value of each coordinate: r[q], plus A(p) for `absolute: {q: p}` (the mapping has no cycles)."""
+    eye = np.eye(len(index))
+    rows: dict[str, Float[np.ndarray, " n"]] = {}
+
+    def absolute(name: str) -> Float[np.ndarray, " n"]:
+        if name not in rows:
+            ref = mapping.absolute.get(name)
+            rows[name] = eye[index[name]] + (absolute(ref) if ref is not None else 0.0)
+        return rows[name]
+
+    matrix = eye.copy()
+    for name, ref in mapping.relative.items():
+        matrix[index[name]] = eye[index[name]] - absolute(ref)
+    for name in mapping.absolute:
+        matrix[index[name]] = absolute(name)
+    return matrix
+
+
 def _check_rows(table: _Table, mapping: ColumnMapping, cols: _Columns) -> int:
     """The number of rows, after checking that every used column has that many and only finite values.
 
@@ -469,6 +602,7 @@ def _episode_trajectory(
     table: _Table,
     mapping: ColumnMapping,
     cols: _Columns,
+    conv: _Convention | None,
     label: str,
     idx: Int[np.ndarray, " k"],
     t: Float[np.ndarray, " rows"],
@@ -476,8 +610,9 @@ def _episode_trajectory(
     qd_all: Float[np.ndarray, "rows n"] | None,
     u_all: Float[np.ndarray, "rows m"],
 ) -> Trajectory:
-    """The trajectory of the rows `idx` (episode `label`): angles unwrapped, velocities read or derived, resampled
-    if the mapping asks.
+    """The trajectory of the rows `idx` (episode `label`): angles unwrapped, converted by `conv` (the mapping's
+    conventions), velocities read and converted or derived from the converted positions, resampled if the
+    mapping asks.
 
     Checks that the episode has at least 2 rows and that its time increases strictly.
     """
@@ -489,8 +624,10 @@ def _episode_trajectory(
     q = q_all[idx].copy()
     if mapping.unwrap:
         q = _unwrap_angles(q, cols.angles)
+    if conv is not None:
+        q = conv.positions(q)
     if qd_all is not None:
-        qd = qd_all[idx]
+        qd = qd_all[idx] if conv is None else conv.velocities(qd_all[idx])
     else:
         qd = finite_difference(q, te, mapping.velocities)
     traj = Trajectory(

@@ -4,7 +4,6 @@ from .base import AbstractModel as AbstractModel
 from .blackbox import BlackBox as BlackBox
 from .features import OutputScale as OutputScale
 from .features import StateFeatures as StateFeatures
-from .friction import Friction as Friction
 from .friction import fit_friction as fit_friction
 from .history import InputHistory as InputHistory
 from .mlp import make_mlp as make_mlp

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 
 from ..systems.base import AbstractDynamics, AbstractSystem
+from ..systems.parameters import Bounded
 from .features import OutputScale, StateFeatures
 from .history import InputHistory
 
@@ -57,11 +58,18 @@ class AbstractModel(AbstractDynamics):
 
 def frozen_known_parts(model: eqx.Module):
     """The default `trainable()`: every inexact array, except the known system's parameters, the feature
-    statistics and the output scales (each frozen by a `False` prefix)."""
+    statistics and the output scales (each frozen by a `False` prefix) and the scales of bounded parameters."""
 
     def frozen(x):
         return isinstance(x, AbstractSystem | StateFeatures | OutputScale)
 
+    def spec(x):
+        if frozen(x):
+            return False
+        if isinstance(x, Bounded):
+            return x.trainable()
+        return eqx.is_inexact_array(x)
+
     return jax.tree_util.tree_map(
-        lambda x: False if frozen(x) else eqx.is_inexact_array(x), model, is_leaf=frozen
+        spec, model, is_leaf=lambda x: frozen(x) or isinstance(x, Bounded)
     )

@@ -1,53 +1,32 @@
-"""Parametric friction: Coulomb and viscous terms per coordinate, fitted by least squares (PINODE eq. 13)."""
+"""Least-squares identification of joint friction from data (PINODE eq. 13, any friction shape)."""
 
-import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from .._types import Array, Float, Force, QDot
-
-
-class Friction(eqx.Module):
-    """Q_i = −c_i tanh(q̇_i / ε) − b_i q̇_i for the coordinates where each term is switched on.
-
-    tanh(·/ε) is a smoothed sign(q̇): the integrators and the gradients need a Lipschitz force; ε (m/s or rad/s)
-    is far below the velocities that matter. With c = (m_tot g μ_c, ·) on the cart and b on the pole this is the
-    paper's pure ODE friction (eq. 13).
-    """
-
-    coulomb: Float[Array, " n"]
-    viscous: Float[Array, " n"]
-    epsilon: float = eqx.field(static=True, default=1e-2)
-
-    def __call__(self, qd: QDot) -> Force:
-        return -self.coulomb * jnp.tanh(qd / self.epsilon) - self.viscous * qd
-
-    @classmethod
-    def zeros(cls, n: int, epsilon: float = 1e-2) -> "Friction":
-        return cls(jnp.zeros(n), jnp.zeros(n), epsilon)
+from ..systems.base import AbstractSystem
+from ..systems.friction import TERMS, JointFriction
 
 
 def fit_friction(
-    system,
+    system: AbstractSystem,
     q: np.ndarray,
     qd: np.ndarray,
     qdd: np.ndarray,
     u: np.ndarray,
+    template: JointFriction,
     *,
-    coulomb: tuple[bool, ...],
-    viscous: tuple[bool, ...],
-    epsilon: float = 1e-2,
-) -> Friction:
-    """Least squares (non-negative) fit of the friction coefficients to the residual generalised force.
+    known: JointFriction | None = None,
+) -> JointFriction:
+    """`template`'s terms (shape, ε, which coordinates) with coefficients fitted by non-negative least squares:
 
-        r = M(q) q̈ + C(q, q̇) q̇ + G(q) − B(q) u ≈ −c tanh(q̇/ε) − b q̇,   c, b ≥ 0,
+        r = M(q) q̈ + C(q, q̇) q̇ + G(q) − B(q) u ≈ Q_f(q̇) = −Σ_terms coefficient · regressor(q̇),
 
-    one small problem per coordinate, from samples q, q̇, q̈ (N, n) and u (N, m) (q̈ e.g. from differences of the
-    measured velocities).
+    one small problem per coordinate over its listed terms, from samples q, q̇, q̈ (N, n) and u (N, m) (q̈ e.g. a
+    smoothed derivative of the measured velocities). Non-negative: a friction term never creates energy.
+    `known` friction (given coefficients) is held fixed: the fit explains the residual r − Q_known.
     """
-    import jax
-
     residual = np.asarray(
         jax.vmap(
             lambda q_, qd_, qdd_, u_: (
@@ -55,21 +34,23 @@ def fit_friction(
             )
         )(jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd), jnp.asarray(u))
     )
-    n = system.n_dof
-    c, b = np.zeros(n), np.zeros(n)
-    qd = np.asarray(qd)
-    for i in range(n):
-        columns, which = [], []
-        if coulomb[i]:
-            columns.append(np.tanh(qd[:, i] / epsilon))
-            which.append("c")
-        if viscous[i]:
-            columns.append(qd[:, i])
-            which.append("b")
-        if not columns:
+    if known is not None:
+        residual = residual - np.asarray(jax.vmap(known)(jnp.asarray(qd)))
+    columns = template.regressors(qd)
+    fitted: dict[str, dict[int, float]] = {t: {} for t in TERMS}
+    for i in range(system.n_dof):
+        terms = [t for t in TERMS if i in template.on.get(t, ())]
+        if not terms:
             continue
+        a = np.stack([columns[t][:, i] for t in terms], axis=1)
         # r_i = −A x with x ≥ 0  ⇔  min |A x + r_i|.
-        coeffs, _ = scipy.optimize.nnls(np.stack(columns, axis=1), -residual[:, i])
-        for w, v in zip(which, coeffs, strict=True):
-            (c if w == "c" else b)[i] = v
-    return Friction(jnp.asarray(c), jnp.asarray(b), epsilon)
+        coeffs, _ = scipy.optimize.nnls(a, -residual[:, i])
+        for t, v in zip(terms, coeffs, strict=True):
+            fitted[t][i] = float(v)
+    return JointFriction(
+        template.n,
+        **{t: fitted[t] for t in TERMS if t in template.on},
+        shape=template.shape,
+        epsilon=template.epsilon,
+        stribeck_velocity=template.stribeck_velocity,
+    )

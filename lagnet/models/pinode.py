@@ -1,22 +1,23 @@
 """PINODE: known M, C, G, B plus learned non-conservative forces (Roehrl et al., eq. 8–9)."""
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 
 from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
+from ..systems.friction import JointFriction
+from ..systems.parameters import Bounded
 from .base import AbstractModel, frozen_known_parts
 from .features import OutputScale, StateFeatures
-from .friction import Friction
 
 
 class PINODE(AbstractModel, AbstractLagrangianDynamics):
     """q̈ = M(q)⁻¹ [B(q) u + Q_f(q̇) + s · Q_θ(φ(q, q̇, u)) − C(q, q̇) q̇ − G(q)].
 
-    - `system`: the known mechanics; the parameters named in `learn_parameters` are learned (kept positive by a
-      log parametrisation), the rest stay fixed.
-    - `friction`: optional parametric friction Q_f (Coulomb + viscous), e.g. fitted by least squares.
+    - `system`: the known mechanics; the parameters named in `learn_parameters` are learned within bounds
+      (default ≥ 0; a `Bounded` each, so they may start at 0), the rest stay fixed. `learn_parameters` is a tuple
+      of names or a dict name → {"lower", "upper", "scale"} (see `Bounded`).
+    - `friction`: optional `JointFriction` Q_f (given, or fitted by least squares), passive by construction.
     - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with a fixed output
       scale s (a number, or one per coordinate in `force_on`); `None` gives the pure ODE model.
     - `friction_trainable`: whether training refines the friction coefficients.
@@ -30,10 +31,10 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     velocity_dependent = True
 
     system: AbstractSystem
-    friction: Friction | None
+    friction: JointFriction | None
     network: eqx.Module | None
     features: StateFeatures | None
-    log_parameters: dict[str, jax.Array]
+    parameters: dict[str, Bounded]
     force_on: tuple[int, ...] = eqx.field(static=True)
     output_scale: OutputScale | None
     input_history: int = eqx.field(static=True)
@@ -43,10 +44,10 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         self,
         system: AbstractSystem,
         *,
-        friction: Friction | None = None,
+        friction: JointFriction | None = None,
         network: eqx.Module | None = None,
         features: StateFeatures | None = None,
-        learn_parameters: tuple[str, ...] = (),
+        learn_parameters: tuple[str, ...] | dict[str, dict] = (),
         force_on: tuple[int, ...] | None = None,
         output_scale=1.0,
         input_history: int = 0,
@@ -58,15 +59,24 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         self.features = features
         if network is not None and features is None:
             raise ValueError("PINODE: a network needs `features` (what it sees of the state)")
-        log_parameters = {}
-        for name in learn_parameters:
-            value = getattr(system, name, None)
-            if not isinstance(value, jax.Array):
+        bounds = (
+            dict(learn_parameters)
+            if isinstance(learn_parameters, dict)
+            else {k: {} for k in learn_parameters}
+        )
+        parameters = {}
+        for name, bound in bounds.items():
+            try:
+                value = system.parameter(name)
+            except KeyError:
                 raise ValueError(
                     f"PINODE.learn_parameters: {type(system).__name__} has no parameter {name!r}"
-                )
-            log_parameters[name] = jnp.log(value)
-        self.log_parameters = log_parameters
+                ) from None
+            try:
+                parameters[name] = Bounded(value, **{"lower": 0.0, **(bound or {})})
+            except ValueError as e:
+                raise ValueError(f"PINODE.learn_parameters.{name}: {e}") from None
+        self.parameters = parameters
         self.force_on = tuple(range(system.n_dof)) if force_on is None else tuple(force_on)
         if network is None:
             self.output_scale = None
@@ -84,12 +94,10 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
 
     @property
     def known_system(self) -> AbstractSystem:
-        """The known mechanics with the learned parameters (exp of their logs) put in."""
-        if not self.log_parameters:
+        """The known mechanics with the learned parameters put in."""
+        if not self.parameters:
             return self.system
-        names = tuple(self.log_parameters)
-        values = tuple(jnp.exp(self.log_parameters[k]) for k in names)
-        return eqx.tree_at(lambda s: tuple(getattr(s, k) for k in names), self.system, values)
+        return self.system.with_parameters({k: p.value for k, p in self.parameters.items()})
 
     def mass_matrix(self, q: Q):
         return self.known_system.mass_matrix(q)

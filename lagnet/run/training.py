@@ -20,7 +20,9 @@ import optax
 from .. import parallel
 from .._version import __version__
 from ..config import Config, ConfigError, build_integrator, build_model, build_system, load_config
+from ..config.sources import source_file, split_source
 from ..data.windows import make_windows, split_by_file, split_by_time
+from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
 from ..train.fit import Callback, TrainingDiverged, TrainState, fit
 from ..train.loss import StateLoss
 from .checkpoints import Checkpoints
@@ -155,14 +157,68 @@ def config_differences(now: dict, before: dict, prefix: str = "") -> list[str]:
     return out
 
 
+SYSTEM_DIR = "system"
+
+
+def keep_system_source(config: Config, run_dir: str, *, write: bool = True) -> Config:
+    """A system given by a source file is copied into `run_dir/system/`; the config then names the copy (so the run
+    loads with the code and description it was trained with, even if the user's file changes or moves)."""
+    source = config.system.source
+    path = None if source is None else source_file(source)
+    if path is None:
+        return config
+    _, function = split_source(source)
+    copy = os.path.join(os.path.abspath(run_dir), SYSTEM_DIR, os.path.basename(path))
+    if write and os.path.abspath(path) != copy:
+        try:
+            with open(path, "rb") as f:
+                content = f.read()
+        except OSError as e:
+            raise ConfigError(f"system.source: cannot read {path}: {e}") from None
+        os.makedirs(os.path.dirname(copy), exist_ok=True)
+        atomic_write(copy, lambda f: f.write(content))
+    kept = copy if function is None else f"{copy}:{function}"
+    return dataclasses.replace(config, system=dataclasses.replace(config.system, source=kept))
+
+
+def _saved_config(config: Config) -> dict:
+    """config.yaml's content: a copied system source is named relative to the run (the run can move)."""
+    out = config.to_dict()
+    source = config.system.source
+    path = None if source is None else source_file(source)
+    if path is not None and os.path.basename(os.path.dirname(path)) == SYSTEM_DIR:
+        _, function = split_source(source)
+        rel = f"{SYSTEM_DIR}/{os.path.basename(path)}"
+        out["system"]["source"] = rel if function is None else f"{rel}:{function}"
+    return out
+
+
+def _same_source(a: str | None, b: str | None) -> bool:
+    """Whether two system sources are the same code: equal module names, or files with equal bytes."""
+    files = (source_file(a) if a else None, source_file(b) if b else None)
+    if None in files:
+        return a == b
+    if split_source(a)[1] != split_source(b)[1]:
+        return False
+    try:
+        with open(files[0], "rb") as fa, open(files[1], "rb") as fb:
+            return fa.read() == fb.read()
+    except OSError:
+        return False
+
+
 def _check_resumable(config: Config, run_dir: str) -> None:
     config_path = os.path.join(run_dir, CONFIG_FILE)
     if not os.path.exists(config_path):
         raise FileNotFoundError(f"cannot resume {run_dir}: no {CONFIG_FILE} (not a run directory)")
     before = load_config(config_path).to_dict()
     now = config.to_dict()
+    # The run keeps a copy of a source file: compare what it holds, not where it is.
+    sources = before["system"].pop("source"), now["system"].pop("source")
     before["training"]["epochs"] = now["training"]["epochs"] = None
     diff = config_differences(now, before)
+    if not _same_source(*sources):
+        diff.append(f"system.source: {sources[0]!r} in the run, {sources[1]!r} now (other code)")
     if diff:
         raise ValueError(f"cannot resume {run_dir} with a different config: " + "; ".join(diff))
 
@@ -215,12 +271,13 @@ def train_run(
     # In a multi-process run every process computes the same thing; process 0 alone writes the run directory.
     main = parallel.is_main_process()
     if main:
-        save_yaml(os.path.join(run_dir, CONFIG_FILE), config.to_dict())
+        config = keep_system_source(config, run_dir)
+        save_yaml(os.path.join(run_dir, CONFIG_FILE), _saved_config(config))
 
     model_key, data_key = jax.random.split(jax.random.key(config.seed))
     system = build_system(config)
     train_trajs, val_trajs = load_training_data(config, system)
-    stats = sample_statistics(train_trajs)
+    stats = sample_statistics(train_trajs, window=config.data.derivative_window)
     model = as_dtype(build_model(config, system, stats, key=model_key), dtype)
     integrator = build_integrator(config)
     loss = make_loss(config, system, stats)
@@ -282,6 +339,8 @@ def train_run(
             "(try a smaller learning rate, clip_norm, or a shorter horizon)"
         ) from None
     seconds = time.perf_counter() - start_time
+    stuck = unchanged_parameters(model, result.last_model) if result.epochs_run > 0 else []
+    warn_unchanged(stuck, config.name)
     if main:
         params, _ = eqx.partition(result.model, result.model.trainable())
         save_json(
@@ -298,6 +357,8 @@ def train_run(
                 "train_windows": len(windows(0)),
                 "dt": dt,
                 "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
+                "physics": physics_summary(result.model),
+                "unchanged_parameters": stuck,
             },
         )
     return TrainResult(run_dir, result.model, result.best_loss, result.epochs_run, seconds)

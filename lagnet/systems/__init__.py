@@ -9,8 +9,11 @@ from .cartpole import CartPole as CartPole
 from .cloth import Cloth as Cloth
 from .double_pendulum import DoublePendulum as DoublePendulum
 from .duffing import Duffing as Duffing
+from .friction import JointFriction as JointFriction
 from .hammer import Hammer as Hammer
 from .lagrangian import Lagrangian as Lagrangian
 from .mass_spring_chain import MassSpringChain as MassSpringChain
+from .parameters import Bounded as Bounded
 from .pendulum import Pendulum as Pendulum
 from .rayleigh import Rayleigh as Rayleigh
+from .robot import RigidBodyTree as RigidBodyTree

@@ -15,7 +15,7 @@ def as_param(value) -> jax.Array:
     return jnp.asarray(np.asarray(value, dtype=float))
 
 
-def _concrete(value):
+def concrete(value):
     # Under jit/vmap/grad the parameter is a tracer: its value cannot be checked, only its shape.
     if isinstance(value, jax.core.Tracer):
         return None
@@ -27,7 +27,7 @@ def check_positive(system: str, name: str, value, *, allow_zero: bool = False, s
     arr_shape = jnp.shape(value)
     if shape is not None and arr_shape != tuple(shape):
         raise ValueError(f"{system}.{name} must have shape {tuple(shape)}, got {arr_shape}")
-    v = _concrete(value)
+    v = concrete(value)
     if v is None:
         return
     if not np.all(np.isfinite(v)):

@@ -86,6 +86,26 @@ class AbstractSystem(AbstractLagrangianDynamics):
         """Names of the state x = (q, q̇): the coordinates, then `<name>_dot`."""
         return self.coordinate_names + tuple(f"{c}_dot" for c in self.coordinate_names)
 
+    def parameter(self, name: str) -> jax.Array:
+        """The physical parameter `name` (what `model.learn_parameters` names); `KeyError` if there is none.
+
+        By default the system's array fields; a system that keeps its parameters elsewhere (a dict) overrides
+        this and `with_parameters`.
+        """
+        value = getattr(self, name, None) if not name.startswith("_") else None
+        if not isinstance(value, jax.Array):
+            raise KeyError(name)
+        return value
+
+    def with_parameters(self, values: dict) -> "AbstractSystem":
+        """The same system with the parameters `values` (name → array) put in."""
+        names = tuple(values)
+        for k in names:
+            self.parameter(k)  # a KeyError for a name that is not a parameter
+        return eqx.tree_at(
+            lambda s: tuple(getattr(s, k) for k in names), self, tuple(values[k] for k in names)
+        )
+
     @abc.abstractmethod
     def input_matrix(self, q: Q) -> InputMatrix:
         """B(q): maps the inputs u to generalised forces."""

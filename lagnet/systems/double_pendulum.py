@@ -3,10 +3,12 @@
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
-from ._params import as_param, check_positive
+from ._params import as_param, check_positive, concrete
 from .base import AbstractSystem
+from .pendulum import check_inertia, joint_inertia
 
 _ACTUATION = {
     "both": ((1.0, 0.0), (0.0, 1.0)),
@@ -19,13 +21,18 @@ _INPUT_NAMES = {"both": ("tau1", "tau2"), "shoulder": ("tau1",), "elbow": ("tau2
 class DoublePendulum(AbstractSystem):
     """Two links; q1 is absolute from hanging down, q2 is relative to link 1; u = joint torques.
 
-    r_i is the joint-to-centre-of-mass distance and I_i the inertia of link i about its centre of mass (defaults:
-    point masses at the link ends, r_i = l_i, I_i = 0). With h = m2 l1 r2:
+    Link i has mass m_i, its centre of mass at distance r_i from its joint and inertia I_i, about the centre of mass
+    (`inertia_about="com"`, the default) or about the joint axis ("joint", what identified robot models give;
+    J_i = I_i or I_i + m_i r_i²). l1 is the distance between the joints. With h = m2 l1 r2 and c2 = cos q2:
 
-        M11 = I1 + I2 + m1 r1² + m2 (l1² + r2² + 2 l1 r2 cos q2),  M12 = I2 + m2 (r2² + l1 r2 cos q2),
-        M22 = I2 + m2 r2²,
+        M11 = J1 + J2 + m2 l1² + 2 h c2 + (gr² + 1) Ir,   M12 = J2 + h c2 − gr Ir,   M22 = J2 + gr² Ir,
         C = [[−h sin q2 q̇2, −h sin q2 (q̇1 + q̇2)], [h sin q2 q̇1, 0]]   (Christoffel form),
-        G = (g (m1 r1 + m2 l1) sin q1 + g m2 r2 sin(q1 + q2),  g m2 r2 sin(q1 + q2)).
+        G = (g (m1 r1 + m2 l1) sin q1 + g m2 r2 sin(q1 + q2),  g m2 r2 sin(q1 + q2)),
+
+    plus a constant symmetric `inertia_offset` (2, 2) added to M for any other constant inertia coupling.
+    Ir and gr are motor rotor inertia and gear ratio in the form of the DFKI rig's identified model: motor 1 on the
+    base (rotor angle gr q1), motor 2 on link 1 (rotor angle q1 − gr q2). By default point masses at the link
+    ends: r1 = l1, r2 = `l2`, I = 0, no rotor. `l2` only gives that default: with r2 given it plays no role.
 
     `actuated` is "both" (B = I), "elbow" (the acrobot) or "shoulder" (the pendubot).
     """
@@ -35,44 +42,71 @@ class DoublePendulum(AbstractSystem):
     m1: jax.Array
     m2: jax.Array
     l1: jax.Array
-    l2: jax.Array
     r1: jax.Array
     r2: jax.Array
     I1: jax.Array
     I2: jax.Array
+    Ir: jax.Array
+    gr: jax.Array
+    inertia_offset: jax.Array
     g: jax.Array
     actuated: str = eqx.field(static=True, default="both")
+    inertia_about: str = eqx.field(static=True, default="com")
 
     def __init__(
         self,
         m1=1.0,
         m2=1.0,
         l1=1.0,
-        l2=1.0,
+        l2=None,
         r1=None,
         r2=None,
         I1=0.0,
         I2=0.0,
         g=9.81,
         actuated: str = "both",
+        *,
+        inertia_about: str = "com",
+        Ir=0.0,
+        gr=0.0,
+        inertia_offset=None,
     ):
         if actuated not in _ACTUATION:
             raise ValueError(
                 f"DoublePendulum.actuated must be one of {sorted(_ACTUATION)}, got {actuated!r}"
             )
+        if r2 is None:
+            l2 = 1.0 if l2 is None else l2
+            check_positive("DoublePendulum", "l2", as_param(l2))
+            r2 = l2
         self.m1, self.m2 = as_param(m1), as_param(m2)
-        self.l1, self.l2 = as_param(l1), as_param(l2)
+        self.l1 = as_param(l1)
         self.r1 = self.l1 if r1 is None else as_param(r1)
-        self.r2 = self.l2 if r2 is None else as_param(r2)
+        self.r2 = as_param(r2)
         self.I1, self.I2 = as_param(I1), as_param(I2)
+        self.Ir, self.gr = as_param(Ir), as_param(gr)
+        offset = jnp.zeros((2, 2)) if inertia_offset is None else as_param(inertia_offset)
+        self.inertia_offset = offset
         self.g = as_param(g)
         self.actuated = actuated
+        self.inertia_about = inertia_about
 
     def __check_init__(self):
-        for name in ("m1", "m2", "l1", "l2"):
+        for name in ("m1", "m2", "l1"):
             check_positive("DoublePendulum", name, getattr(self, name))
-        for name in ("r1", "r2", "I1", "I2", "g"):
+        for name in ("r1", "r2", "I1", "I2", "Ir", "gr", "g"):
             check_positive("DoublePendulum", name, getattr(self, name), allow_zero=True)
+        for i, (m, r, inertia) in enumerate(
+            ((self.m1, self.r1, self.I1), (self.m2, self.r2, self.I2)), start=1
+        ):
+            check_inertia("DoublePendulum", str(i), m, r, inertia, self.inertia_about)
+        offset = concrete(self.inertia_offset)
+        if jnp.shape(self.inertia_offset) != (2, 2) or (
+            offset is not None and not np.allclose(offset, offset.T)
+        ):
+            raise ValueError(
+                f"DoublePendulum.inertia_offset must be a symmetric 2 × 2 matrix, got {offset}"
+            )
 
     @classmethod
     def acrobot(cls, **params) -> "DoublePendulum":
@@ -98,15 +132,14 @@ class DoublePendulum(AbstractSystem):
 
     def mass_matrix(self, q: Q) -> MassMatrix:
         c2 = jnp.cos(q[1])
-        m22 = self.I2 + self.m2 * self.r2**2
-        m12 = m22 + self.m2 * self.l1 * self.r2 * c2
-        m11 = (
-            self.I1
-            + self.m1 * self.r1**2
-            + m22
-            + self.m2 * (self.l1**2 + 2 * self.l1 * self.r2 * c2)
-        )
-        return jnp.stack([jnp.stack([m11, m12]), jnp.stack([m12, m22])])
+        j1 = joint_inertia(self.m1, self.r1, self.I1, self.inertia_about)
+        j2 = joint_inertia(self.m2, self.r2, self.I2, self.inertia_about)
+        h = self.m2 * self.l1 * self.r2 * c2
+        rotor = self.Ir * self.gr
+        m11 = j1 + j2 + self.m2 * self.l1**2 + 2 * h + (self.gr * rotor + self.Ir)
+        m12 = j2 + h - rotor
+        m22 = j2 + self.gr * rotor
+        return jnp.stack([jnp.stack([m11, m12]), jnp.stack([m12, m22])]) + self.inertia_offset
 
     def coriolis(self, q: Q, qd: QDot) -> MassMatrix:
         hs = self.m2 * self.l1 * self.r2 * jnp.sin(q[1])

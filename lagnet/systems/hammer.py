@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import Array, Float, InputMatrix, MassMatrix, Q, QDot, Scalar
-from ._params import _concrete, as_param, check_positive
+from ._params import as_param, check_positive, concrete
 from .base import AbstractSystem
 
 
@@ -56,7 +56,7 @@ class Hammer(AbstractSystem):
         check_positive("Hammer", "omega_h", self.omega_h)
         # α ≥ 1 keeps the force Lipschitz at first touch (α < 1 has an infinite stiffness at δ = 0).
         check_positive("Hammer", "alpha", self.alpha)
-        alpha = _concrete(self.alpha)
+        alpha = concrete(self.alpha)
         if alpha is not None and np.any(alpha < 1.0):
             raise ValueError(f"Hammer.alpha must be >= 1, got {alpha}")
 

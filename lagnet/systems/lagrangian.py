@@ -84,6 +84,15 @@ class Lagrangian(AbstractSystem):
     def potential_energy(self, q: Q) -> Scalar:
         return self.potential(q, *self._args())
 
+    def parameter(self, name: str) -> jax.Array:
+        """An entry of `params` when it is a dict of arrays (so configs can learn it)."""
+        if isinstance(self.params, dict) and isinstance(self.params.get(name), jax.Array):
+            return self.params[name]
+        raise KeyError(name)
+
+    def with_parameters(self, values: dict) -> "Lagrangian":
+        return eqx.tree_at(lambda s: s.params, self, {**self.params, **values})
+
     def mass_matrix(self, q: Q) -> MassMatrix:
         return jax.hessian(self.kinetic_energy, argnums=1)(q, jnp.zeros_like(q))
 

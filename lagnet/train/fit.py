@@ -20,6 +20,7 @@ from .. import parallel
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
+from ..systems.parameters import project
 from .loss import StateLoss, as_batch, batch_loss, window_loss
 
 
@@ -106,7 +107,8 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
         params, opt_state, skipped = carry
         value, grads = value_and_grad(params, data, starts)
         updates, new_opt = optimizer.update(grads, opt_state, params)
-        new_params = eqx.apply_updates(params, updates)
+        # Projected gradient descent: bounded physical parameters (friction ≥ 0, ...) stay in range.
+        new_params = project(eqx.apply_updates(params, updates), static)
         finite = jnp.isfinite(value) & jnp.all(
             jnp.stack(
                 [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]

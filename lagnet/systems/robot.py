@@ -1,0 +1,634 @@
+"""Mechanical systems read from robot descriptions (URDF, MJCF): a tree of rigid bodies on hinge and slide joints.
+
+MuJoCo's own parser and compiler read the description (`mujoco` is imported only by the `from_*` constructors);
+lagnet then keeps the compiled model's kinematic tree and inertias as arrays and writes the dynamics in JAX:
+
+    M(q) = Σ_b m_b J_v,bᵀ J_v,b + J_ω,bᵀ R_b I_b R_bᵀ J_ω,b + diag(armature) + inertia_offset,
+    V(q) = −Σ_b m_b g·p_b(q) + ½ Σ_j k_j (q_j − q_j,spring)²,
+    Q_friction = −b q̇ − c σ(q̇)   (the description's joint damping b and friction loss c, see `JointFriction`),
+
+with p_b, R_b the centre of mass and principal-axis rotation of body b from forward kinematics, and the body
+Jacobians from the joint axes in the world frame (J_v = a × (p − anchor) for a hinge, a for a slide; J_ω = a for
+a hinge). C(q, q̇) and G(q) follow by autodiff (`AbstractSystem`). Contacts, joint limits, equality constraints
+and actuator dynamics are not modelled.
+"""
+
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+from .._types import Array, Float, Force, InputMatrix, MassMatrix, Q, QDot, Scalar, U
+from ._params import as_param
+from .base import AbstractSystem
+from .friction import SHAPES, JointFriction
+
+# MuJoCo's compiler refuses moving bodies without mass or inertia (point masses, massless intermediate URDF
+# links); when the description sets no bound itself, these bounds let it compile and the values are set back to
+# exactly 0 afterwards (a value equal to the bound is taken as one the bound raised, see `_compile`).
+_BOUND = 1e-13
+_JOINT_KINDS = {2: "slide", 3: "hinge"}  # mjtJoint values
+_OTHER_JOINTS = {0: "free", 1: "ball"}
+
+
+class RigidBodyTree(AbstractSystem):
+    """A tree of rigid bodies on hinge (angle) and slide (position) joints, one coordinate per joint.
+
+    Build it from a description with `from_urdf`, `from_mjcf`, `from_xml_string` or from a compiled
+    `mujoco.MjModel` with `from_mujoco`; all take the options
+
+    - `actuated`: joint names given a unit torque/force input each (replacing the description's actuators);
+      without it the inputs are the description's joint actuators (B column = gear × gain); URDF `<transmission>`
+      elements are not read, so a URDF has no inputs unless `actuated` is given;
+    - `armature`: reflected rotor inertia added to M's diagonal (e.g. gr²·I_r), a number for all joints, one
+      per joint, or a {joint name: value} mapping overriding the description's armature of those joints;
+    - `inertia_offset`: a constant symmetric (n, n) matrix added to M (any constant inertial coupling, e.g. a
+      rotor driven through a belt from another joint);
+    - `friction_shape`, `friction_epsilon`: the smooth sign used for the description's Coulomb friction
+      (MuJoCo's frictionloss is a hard constraint; here it is `JointFriction`'s smooth σ).
+
+    Bodies are indexed as in the compiled model without the world body; `parents[b]` is −1 for a body on the
+    world. Coordinates are the joints' positions relative to their reference (MuJoCo's qpos0).
+    """
+
+    velocity_dependent = True
+
+    body_pos: Float[Array, "nb 3"]
+    body_quat: Float[Array, "nb 4"]
+    body_ipos: Float[Array, "nb 3"]
+    body_iquat: Float[Array, "nb 4"]
+    body_mass: Float[Array, " nb"]
+    body_inertia: Float[Array, "nb 3"]
+    joint_axis: Float[Array, "n 3"]
+    joint_pos: Float[Array, "n 3"]
+    joint_ref: Float[Array, " n"]
+    armature: Float[Array, " n"]
+    stiffness: Float[Array, " n"]
+    spring_ref: Float[Array, " n"]
+    inertia_offset: Float[Array, "n n"]
+    actuation: Float[Array, "n m"]
+    g: Float[Array, " 3"]
+    friction: JointFriction | None
+
+    parents: tuple[int, ...] = eqx.field(static=True)
+    body_joints: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    joint_types: tuple[str, ...] = eqx.field(static=True)
+    body_names: tuple[str, ...] = eqx.field(static=True)
+    coordinate_names: tuple[str, ...] = eqx.field(static=True)
+    input_names: tuple[str, ...] = eqx.field(static=True)
+
+    def __init__(
+        self,
+        *,
+        parents: Sequence[int],
+        body_joints: Sequence[Sequence[int]],
+        joint_types: Sequence[str],
+        body_pos,
+        body_quat,
+        body_ipos,
+        body_iquat,
+        body_mass,
+        body_inertia,
+        joint_axis,
+        joint_pos,
+        coordinate_names: Sequence[str],
+        joint_ref=None,
+        armature=None,
+        stiffness=None,
+        spring_ref=None,
+        inertia_offset=None,
+        actuation=None,
+        input_names: Sequence[str] | None = None,
+        g=(0.0, 0.0, -9.81),
+        friction: JointFriction | None = None,
+        body_names: Sequence[str] | None = None,
+    ):
+        self.parents = tuple(int(p) for p in parents)
+        self.body_joints = tuple(tuple(int(j) for j in js) for js in body_joints)
+        self.joint_types = tuple(str(t) for t in joint_types)
+        self.coordinate_names = tuple(str(c) for c in coordinate_names)
+        nb, n = len(self.parents), len(self.joint_types)
+        self.body_names = (
+            tuple(str(b) for b in body_names)
+            if body_names is not None
+            else tuple(f"body{i + 1}" for i in range(nb))
+        )
+        self.body_pos, self.body_quat = as_param(body_pos), as_param(body_quat)
+        self.body_ipos, self.body_iquat = as_param(body_ipos), as_param(body_iquat)
+        self.body_mass, self.body_inertia = as_param(body_mass), as_param(body_inertia)
+        self.joint_axis, self.joint_pos = as_param(joint_axis), as_param(joint_pos)
+        self.joint_ref = as_param(np.zeros(n) if joint_ref is None else joint_ref)
+        self.armature = as_param(np.zeros(n) if armature is None else armature)
+        self.stiffness = as_param(np.zeros(n) if stiffness is None else stiffness)
+        self.spring_ref = as_param(np.zeros(n) if spring_ref is None else spring_ref)
+        self.inertia_offset = as_param(
+            np.zeros((n, n)) if inertia_offset is None else inertia_offset
+        )
+        self.actuation = as_param(np.zeros((n, 0)) if actuation is None else actuation)
+        m = self.actuation.shape[1] if self.actuation.ndim == 2 else -1
+        self.input_names = (
+            tuple(str(u) for u in input_names)
+            if input_names is not None
+            else tuple(f"u{i + 1}" for i in range(max(m, 0)))
+        )
+        self.g = as_param(g)
+        self.friction = friction
+
+    def __check_init__(self):
+        nb, n, m = len(self.parents), len(self.joint_types), len(self.input_names)
+        name = "RigidBodyTree"
+        if n == 0:
+            raise ValueError(f"{name}: the description has no hinge or slide joint")
+        for field, shape in (
+            ("body_pos", (nb, 3)),
+            ("body_quat", (nb, 4)),
+            ("body_ipos", (nb, 3)),
+            ("body_iquat", (nb, 4)),
+            ("body_mass", (nb,)),
+            ("body_inertia", (nb, 3)),
+            ("joint_axis", (n, 3)),
+            ("joint_pos", (n, 3)),
+            ("joint_ref", (n,)),
+            ("armature", (n,)),
+            ("stiffness", (n,)),
+            ("spring_ref", (n,)),
+            ("inertia_offset", (n, n)),
+            ("actuation", (n, m)),
+            ("g", (3,)),
+        ):
+            if jnp.shape(getattr(self, field)) != shape:
+                raise ValueError(
+                    f"{name}.{field} must have shape {shape}, got {jnp.shape(getattr(self, field))}"
+                )
+        if len(self.body_joints) != nb or len(self.body_names) != nb:
+            raise ValueError(f"{name}: body_joints and body_names need one entry per body ({nb})")
+        if len(self.coordinate_names) != n:
+            raise ValueError(f"{name}: coordinate_names needs one entry per joint ({n})")
+        for b, p in enumerate(self.parents):
+            if not -1 <= p < b:
+                raise ValueError(
+                    f"{name}.parents: body {b}'s parent {p} must precede it (or be -1, the world)"
+                )
+        if sorted(j for js in self.body_joints for j in js) != list(range(n)):
+            raise ValueError(f"{name}.body_joints must list each joint 0..{n - 1} exactly once")
+        for j, t in enumerate(self.joint_types):
+            if t not in ("hinge", "slide"):
+                raise ValueError(f"{name}: joint {j} has type {t!r}; only 'hinge' and 'slide'")
+        if self.friction is not None and self.friction.n != n:
+            raise ValueError(f"{name}.friction must act on n={n} coordinates")
+
+    # --- constructors from descriptions ---------------------------------------------------------------------
+
+    @classmethod
+    def from_urdf(cls, path: str | os.PathLike, **options) -> "RigidBodyTree":
+        """Read a URDF file; its meshes need not exist (visual and collision elements are dropped)."""
+        return cls._build(*_compile_file(path, "robot"), **options)
+
+    @classmethod
+    def from_mjcf(cls, path: str | os.PathLike, **options) -> "RigidBodyTree":
+        """Read an MJCF file (assets and includes resolved relative to it, as MuJoCo does)."""
+        return cls._build(*_compile_file(path, "mujoco"), **options)
+
+    @classmethod
+    def from_xml_string(cls, xml: str, **options) -> "RigidBodyTree":
+        """Read a URDF (root element `<robot>`) or MJCF (root `<mujoco>`) description given as a string."""
+        return cls._build(*_compile_string(xml), **options)
+
+    @classmethod
+    def from_mujoco(cls, model, **options) -> "RigidBodyTree":
+        """The system of a compiled `mujoco.MjModel` (see the class docstring for the options)."""
+        return cls._build(model, False, **options)
+
+    @classmethod
+    def _build(
+        cls,
+        model,
+        restore: bool,
+        *,
+        actuated: Sequence[str] | None = None,
+        armature: float | Sequence[float] | Mapping[str, float] | None = None,
+        inertia_offset=None,
+        friction_shape: str = "tanh",
+        friction_epsilon: float = 1e-2,
+    ) -> "RigidBodyTree":
+        import mujoco
+
+        if friction_shape not in SHAPES or friction_shape == "stribeck":
+            raise ValueError(
+                f"RigidBodyTree.friction_shape must be 'tanh' or 'atan', got {friction_shape!r}"
+            )
+        n = model.njnt
+        names = tuple(
+            mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}" for j in range(n)
+        )
+        for j in range(n):
+            kind = int(model.jnt_type[j])
+            if kind not in _JOINT_KINDS:
+                raise ValueError(
+                    f"RigidBodyTree: joint {names[j]!r} is a {_OTHER_JOINTS.get(kind, kind)} joint; only "
+                    "hinge (revolute, continuous) and slide (prismatic) joints are supported"
+                )
+        if model.neq > 0:
+            raise ValueError(
+                "RigidBodyTree: the description has equality constraints (closed chains, coupled joints), "
+                "which are not supported"
+            )
+        if np.any(np.asarray(model.body_gravcomp) != 0):
+            raise ValueError("RigidBodyTree: gravity compensation (body gravcomp) is not supported")
+        disabled = int(model.opt.disableflags)
+
+        def off(flag):
+            return bool(disabled & int(flag))
+
+        dof = np.asarray(model.jnt_dofadr)
+        qadr = np.asarray(model.jnt_qposadr)
+        bodies = range(1, model.nbody)
+        mass = np.array(model.body_mass[1:], dtype=float)
+        inertia = np.array(model.body_inertia[1:], dtype=float)
+        if restore:
+            mass[mass == _BOUND] = 0.0
+            inertia[inertia == _BOUND] = 0.0
+        body_joints = [[] for _ in bodies]
+        for j in range(n):
+            body_joints[int(model.jnt_bodyid[j]) - 1].append(j)
+        arm = np.array(model.dof_armature[dof], dtype=float)
+        arm = _armature(arm, armature, names)
+        stiffness = np.array(model.jnt_stiffness, dtype=float)
+        if off(mujoco.mjtDisableBit.mjDSBL_SPRING):
+            stiffness[:] = 0.0
+        damping = np.array(model.dof_damping[dof], dtype=float)
+        if off(mujoco.mjtDisableBit.mjDSBL_DAMPER):
+            damping[:] = 0.0
+        loss = np.array(model.dof_frictionloss[dof], dtype=float)
+        if off(mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS) or off(
+            mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        ):
+            loss[:] = 0.0
+        friction = None
+        if np.any(damping != 0) or np.any(loss != 0):
+            friction = JointFriction(
+                n,
+                viscous={j: float(damping[j]) for j in range(n) if damping[j] != 0},
+                coulomb={j: float(loss[j]) for j in range(n) if loss[j] != 0},
+                shape=friction_shape,
+                epsilon=friction_epsilon,
+            )
+        actuation, input_names = _actuation(model, names, actuated)
+        g = np.array(model.opt.gravity, dtype=float)
+        if off(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+            g[:] = 0.0
+        system = cls(
+            parents=tuple(int(model.body_parentid[b]) - 1 for b in bodies),
+            body_joints=body_joints,
+            joint_types=tuple(_JOINT_KINDS[int(t)] for t in model.jnt_type),
+            body_pos=np.array(model.body_pos[1:], dtype=float),
+            body_quat=np.array(model.body_quat[1:], dtype=float),
+            body_ipos=np.array(model.body_ipos[1:], dtype=float),
+            body_iquat=np.array(model.body_iquat[1:], dtype=float),
+            body_mass=mass,
+            body_inertia=inertia,
+            joint_axis=np.array(model.jnt_axis, dtype=float),
+            joint_pos=np.array(model.jnt_pos, dtype=float),
+            joint_ref=np.array(model.qpos0[qadr], dtype=float),
+            armature=arm,
+            stiffness=stiffness,
+            spring_ref=np.array(model.qpos_spring[qadr], dtype=float),
+            inertia_offset=_inertia_offset(inertia_offset, n),
+            actuation=actuation,
+            input_names=input_names,
+            g=g,
+            friction=friction,
+            coordinate_names=names,
+            body_names=tuple(
+                mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}" for b in bodies
+            ),
+        )
+        # M(q0) from MuJoCo (cheap, no tracing), with this system's armature and offset.
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        m0 = np.zeros((model.nv, model.nv))
+        mujoco.mj_fullM(model, data, m0)
+        m0 = m0[np.ix_(dof, dof)] - np.diag(model.dof_armature[dof]) + np.diag(arm)
+        _check_positive_definite(m0 + np.asarray(system.inertia_offset), names)
+        return system
+
+    # --- dynamics --------------------------------------------------------------------------------------------
+
+    @property
+    def angles(self) -> tuple[bool, ...]:
+        return tuple(t == "hinge" for t in self.joint_types)
+
+    def _support(self) -> np.ndarray:
+        """(nb, n) booleans: joint j moves body b (j is on b or on one of its ancestors). Static."""
+        nb, n = len(self.parents), len(self.joint_types)
+        s = np.zeros((nb, n), dtype=bool)
+        for b, p in enumerate(self.parents):
+            if p >= 0:
+                s[b] = s[p]
+            s[b, list(self.body_joints[b])] = True
+        return s
+
+    def _kinematics(self, q: Q):
+        """Per body: centre of mass (nb, 3), principal-axis rotation (nb, 3, 3), frame position and rotation;
+        per joint: world axis (n, 3) and anchor (n, 3)."""
+        dt = _float_dtype(q)
+        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
+        body_pos, body_ipos = c(self.body_pos), c(self.body_ipos)
+        body_rot, inertial_rot = (
+            _quat_to_matrix(c(self.body_quat)),
+            _quat_to_matrix(c(self.body_iquat)),
+        )
+        axis_local = c(self.joint_axis)
+        axis_local = axis_local / jnp.linalg.norm(axis_local, axis=-1, keepdims=True)
+        anchor_local = c(self.joint_pos)
+        angle = q.astype(dt) - c(self.joint_ref)
+        eye = jnp.eye(3, dtype=dt)
+        frame_p, frame_r = [], []
+        axes, anchors = [None] * self.n_dof, [None] * self.n_dof
+        for b, parent in enumerate(self.parents):
+            if parent < 0:
+                p, r = body_pos[b], body_rot[b]
+            else:
+                p = frame_p[parent] + frame_r[parent] @ body_pos[b]
+                r = frame_r[parent] @ body_rot[b]
+            for j in self.body_joints[b]:
+                a = r @ axis_local[j]
+                anchor = p + r @ anchor_local[j]
+                if self.joint_types[j] == "hinge":
+                    r = r @ _rotation(axis_local[j], angle[j], eye)
+                    p = anchor - r @ anchor_local[j]
+                else:
+                    p = p + a * angle[j]
+                axes[j], anchors[j] = a, anchor
+            frame_p.append(p)
+            frame_r.append(r)
+        frame_p, frame_r = jnp.stack(frame_p), jnp.stack(frame_r)
+        com = frame_p + jnp.einsum("bij,bj->bi", frame_r, body_ipos)
+        principal = frame_r @ inertial_rot
+        return com, principal, frame_p, frame_r, jnp.stack(axes), jnp.stack(anchors)
+
+    def forward_kinematics(self, q: Q) -> tuple[Float[Array, "nb 3"], Float[Array, "nb 3 3"]]:
+        """World positions and rotation matrices of the body frames (body b's frame: `body_names[b]`)."""
+        _, _, p, r, _, _ = self._kinematics(q)
+        return p, r
+
+    def com_positions(self, q: Q) -> Float[Array, "nb 3"]:
+        """World positions of the bodies' centres of mass."""
+        return self._kinematics(q)[0]
+
+    def jacobians(self, q: Q) -> tuple[Float[Array, "nb 3 n"], Float[Array, "nb 3 n"]]:
+        """Per body, the linear (of the centre of mass) and angular velocity Jacobians, world frame."""
+        jv, jw = self._jacobians(self._kinematics(q))
+        return jnp.swapaxes(jv, 1, 2), jnp.swapaxes(jw, 1, 2)
+
+    def _jacobians(self, kinematics):
+        """(nb, n, 3) linear and angular Jacobians: a hinge moves a body by axis × (com − anchor) and turns it
+        about the axis, a slide moves it along the axis; only the joints on its path from the world count."""
+        com, _, _, _, axes, anchors = kinematics
+        dt = com.dtype
+        support = jnp.asarray(self._support(), dtype=dt)[:, :, None]
+        hinge = jnp.asarray([t == "hinge" for t in self.joint_types], dtype=dt)[None, :, None]
+        lever = jnp.cross(axes[None], com[:, None] - anchors[None])
+        return support * (hinge * lever + (1 - hinge) * axes[None]), support * hinge * axes[None]
+
+    def mass_matrix(self, q: Q) -> MassMatrix:
+        """M = Σ_b m_b J_vᵀ J_v + J_ωᵀ R I_b Rᵀ J_ω + diag(armature) + inertia_offset."""
+        kinematics = self._kinematics(q)
+        principal, dt = kinematics[1], kinematics[0].dtype
+        jv, jw = self._jacobians(kinematics)
+        mass, inertia = self.body_mass.astype(dt), self.body_inertia.astype(dt)
+        world_inertia = jnp.einsum("bik,bk,bjk->bij", principal, inertia, principal)
+        m = jnp.einsum("b,bia,bja->ij", mass, jv, jv) + jnp.einsum(
+            "bia,bac,bjc->ij", jw, world_inertia, jw
+        )
+        m = 0.5 * (m + m.T)
+        return m + jnp.diag(self.armature.astype(dt)) + self.inertia_offset.astype(dt)
+
+    def potential_energy(self, q: Q) -> Scalar:
+        com = self.com_positions(q)
+        dt = com.dtype
+        gravity = -jnp.sum(self.body_mass.astype(dt) * (com @ self.g.astype(dt)))
+        stretch = q.astype(dt) - self.spring_ref.astype(dt)
+        return gravity + 0.5 * jnp.sum(self.stiffness.astype(dt) * stretch**2)
+
+    def input_matrix(self, q: Q) -> InputMatrix:
+        return self.actuation.astype(_float_dtype(q))
+
+    def friction_force(self, qd: QDot) -> Force:
+        """The description's joint friction Q_f(q̇) (zero when it has none)."""
+        if self.friction is None:
+            return jnp.zeros_like(qd)
+        return self.friction(qd)
+
+    def generalised_force(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None):
+        """B u + Q + Q_friction(q̇) − C(q, q̇) q̇ − G(q)."""
+        rhs = super().generalised_force(q, qd, u, Q)
+        if self.friction is not None:
+            rhs = rhs + self.friction(qd)
+        return rhs
+
+    def power(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> Scalar:
+        """dE/dt = q̇ᵀ (B u + Q + Q_friction), the friction's share ≤ 0."""
+        p = super().power(q, qd, u, Q)
+        if self.friction is not None:
+            p = p + qd @ self.friction(qd)
+        return p
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _check_positive_definite(m: np.ndarray, names: tuple[str, ...]) -> None:
+    if not np.all(np.isfinite(m)):
+        raise ValueError("RigidBodyTree: the mass matrix is not finite")
+    if np.linalg.eigvalsh(m).min() <= 1e-12 * max(1.0, float(np.abs(m).max())):
+        light = [c for c, d in zip(names, np.diag(m), strict=True) if d <= 1e-12]
+        raise ValueError(
+            "RigidBodyTree: the mass matrix is singular: some joint moves no mass or inertia "
+            f"{light or ''} (give it an `armature`, or masses to the links it moves)"
+        )
+
+
+def _float_dtype(q):
+    dt = jnp.result_type(q)
+    return dt if jnp.issubdtype(dt, jnp.floating) else jnp.result_type(float)
+
+
+def _quat_to_matrix(quat):
+    """Rotation matrices of quaternions (w, x, y, z), normalised: shape (..., 3, 3)."""
+    w, x, y, z = (quat[..., i] for i in range(4))
+    s = 2.0 / jnp.sum(quat**2, axis=-1)
+    rows = [
+        [1 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y)],
+        [s * (x * y + w * z), 1 - s * (x * x + z * z), s * (y * z - w * x)],
+        [s * (x * z - w * y), s * (y * z + w * x), 1 - s * (x * x + y * y)],
+    ]
+    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+def _rotation(axis, angle, eye):
+    """Rodrigues: the rotation by `angle` about the unit `axis`."""
+    k = jnp.array(
+        [[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]],
+        dtype=eye.dtype,
+    )
+    return eye + jnp.sin(angle) * k + (1 - jnp.cos(angle)) * (k @ k)
+
+
+def mujoco_model(source: str | os.PathLike, *, string: bool = False):
+    """The `mujoco.MjModel` that `RigidBodyTree` reads from a URDF or MJCF file (or XML string with `string`):
+    a URDF without its visual and collision elements; where MuJoCo refuses zero masses or inertias of moving
+    bodies, compiled with a 1e-13 bound (which `RigidBodyTree` sets back to 0). For comparisons with MuJoCo."""
+    return (_compile_string(source) if string else _compile_file(source, None))[0]
+
+
+def _compile_string(xml: str):
+    import mujoco
+
+    root = ET.fromstring(xml)
+    if root.tag == "robot":
+        xml = _urdf_for_dynamics(root)
+    elif root.tag != "mujoco":
+        raise ValueError(
+            f"RigidBodyTree: expected a URDF <robot> or an MJCF <mujoco> document, got <{root.tag}>"
+        )
+    return _compile(mujoco.MjSpec.from_string(xml))
+
+
+def _compile_file(path, expected: str | None):
+    import mujoco
+
+    path = os.fspath(path)
+    tag = ET.parse(path).getroot().tag
+    if expected is not None and tag != expected:
+        kind = {"robot": "URDF <robot>", "mujoco": "MJCF <mujoco>"}[expected]
+        raise ValueError(f"RigidBodyTree: {path} is not a {kind} document (root <{tag}>)")
+    if tag == "robot":
+        with open(path, encoding="utf-8") as f:
+            return _compile_string(f.read())
+    if tag != "mujoco":
+        raise ValueError(f"RigidBodyTree: {path}: expected <robot> or <mujoco>, got <{tag}>")
+    return _compile(mujoco.MjSpec.from_file(path))
+
+
+def _compile(spec):
+    """Compile a parsed description; if MuJoCo refuses a moving body without mass or inertia (a point mass, a
+    massless link between two joints) and the description sets no bounds itself, compile it again with tiny
+    bounds, whose values `RigidBodyTree` sets back to 0. Returns the model and whether the bounds were set."""
+    own_bounds = spec.compiler.boundmass > 0 or spec.compiler.boundinertia > 0
+    try:
+        return spec.compile(), False
+    except ValueError as e:
+        if own_bounds or "mjMINVAL" not in str(e):
+            raise ValueError(f"RigidBodyTree: MuJoCo could not compile the description: {e}") from e
+    # The failed compilation has fused the static bodies already, so no massless welded body gets the bound.
+    spec.compiler.boundmass = _BOUND
+    spec.compiler.boundinertia = _BOUND
+    try:
+        return spec.compile(), True
+    except ValueError as e:
+        raise ValueError(f"RigidBodyTree: MuJoCo could not compile the description: {e}") from e
+
+
+def _urdf_for_dynamics(root: ET.Element) -> str:
+    """The URDF with what dynamics does not need (visual, collision, gazebo: meshes) removed, and a declared
+    `world` link when joints refer to one (the ROS convention MuJoCo's URDF reader does not follow)."""
+    for joint in root.iter("joint"):
+        if joint.find("mimic") is not None:
+            raise ValueError(
+                f"RigidBodyTree: URDF joint {joint.get('name')!r} mimics another joint; MuJoCo's URDF "
+                "reader would drop that coupling silently, so mimic joints are not supported"
+            )
+    for link in root.findall("link"):
+        for tag in ("visual", "collision"):
+            for child in link.findall(tag):
+                link.remove(child)
+    for child in root.findall("gazebo"):
+        root.remove(child)
+    links = {link.get("name") for link in root.findall("link")}
+    referenced = {
+        el.get("link")
+        for joint in root.findall("joint")
+        for el in (joint.find("parent"), joint.find("child"))
+        if el is not None
+    }
+    if "world" in referenced and "world" not in links:
+        root.insert(0, ET.Element("link", {"name": "world"}))
+    return ET.tostring(root, encoding="unicode")
+
+
+def _armature(arm: np.ndarray, given, names: tuple[str, ...]) -> np.ndarray:
+    if given is None:
+        return arm
+    if isinstance(given, Mapping):
+        unknown = set(given) - set(names)
+        if unknown:
+            raise ValueError(
+                f"RigidBodyTree.armature: unknown joints {sorted(unknown)}; joints: {list(names)}"
+            )
+        arm = arm.copy()
+        for name, value in given.items():
+            arm[names.index(name)] = float(value)
+    else:
+        arm = np.broadcast_to(np.asarray(given, dtype=float), arm.shape).copy()
+    if not np.all(np.isfinite(arm) & (arm >= 0)):
+        raise ValueError(f"RigidBodyTree.armature must be finite and >= 0, got {arm}")
+    return arm
+
+
+def _inertia_offset(given, n: int) -> np.ndarray:
+    if given is None:
+        return np.zeros((n, n))
+    offset = np.asarray(given, dtype=float)
+    if offset.shape != (n, n):
+        raise ValueError(
+            f"RigidBodyTree.inertia_offset must have shape ({n}, {n}), got {offset.shape}"
+        )
+    if not np.all(np.isfinite(offset)) or not np.allclose(offset, offset.T, rtol=0, atol=1e-12):
+        raise ValueError("RigidBodyTree.inertia_offset must be a finite symmetric matrix")
+    return 0.5 * (offset + offset.T)
+
+
+def _actuation(model, names: tuple[str, ...], actuated) -> tuple[np.ndarray, tuple[str, ...]]:
+    """B (n, m) and the input names: unit inputs on the `actuated` joints, else the description's actuators."""
+    import mujoco
+
+    n = len(names)
+    if actuated is not None:
+        if isinstance(actuated, str):
+            actuated = (actuated,)
+        unknown = [a for a in actuated if a not in names]
+        if unknown or len(set(actuated)) != len(actuated):
+            raise ValueError(
+                f"RigidBodyTree.actuated: {list(actuated)} must be distinct joint names of {list(names)}"
+            )
+        b = np.zeros((n, len(actuated)))
+        for i, a in enumerate(actuated):
+            b[names.index(a), i] = 1.0
+        return b, tuple(
+            f"{a}_{'torque' if int(model.jnt_type[names.index(a)]) == 3 else 'force'}"
+            for a in actuated
+        )
+    b = np.zeros((n, model.nu))
+    inputs = []
+    joint_trn = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+    for a in range(model.nu):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator{a}"
+        plain = (
+            int(model.actuator_trntype[a]) in joint_trn
+            and int(model.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_FIXED)
+            and int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_NONE)
+            and int(model.actuator_dyntype[a]) == int(mujoco.mjtDyn.mjDYN_NONE)
+        )
+        if not plain:
+            raise ValueError(
+                f"RigidBodyTree: actuator {name!r} is not a plain joint motor (joint transmission, fixed "
+                "gain, no bias, no dynamics); pass `actuated=` joint names instead"
+            )
+        j = int(model.actuator_trnid[a, 0])
+        b[int(model.jnt_dofadr[j]), a] = model.actuator_gear[a, 0] * model.actuator_gainprm[a, 0]
+        inputs.append(name)
+    return b, tuple(inputs)

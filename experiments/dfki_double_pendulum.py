@@ -72,6 +72,12 @@ def main():
     system = reference.model.system
     names = reference.model.state_names
     results = {"horizons": {}, "per_file": {}}
+    # Rows by model type; a type given twice (e.g. two pure ODEs) is told apart by its run directory's name.
+    types = [LABELS.get(r.config.model.type, r.config.model.type) for r in runs]
+    labels = {
+        id(r): t if types.count(t) == 1 else f"{t} ({os.path.basename(os.path.normpath(r.path))})"
+        for r, t in zip(runs, types, strict=True)
+    }
     files = reference.config.data.test
     recordings = {
         os.path.basename(p): load_recordings(reference.config, system, [p]) for p in files
@@ -83,7 +89,7 @@ def main():
         steps = int(round(horizon / reference.dt))
         table, parts = {}, {}
         for run in runs:
-            label = LABELS.get(run.config.model.type, run.config.model.type)
+            label = labels[id(run)]
             for f, trajs in recordings.items():
                 errors, hold, dts = end_errors(run, trajs, steps, args.stride)
                 parts.setdefault(label, []).append(errors)
@@ -103,10 +109,11 @@ def main():
             f"\nmean |error| at the window's end, {steps} recorded steps "
             f"({durations.mean():.3f} s ± {durations.std():.3f}), {durations.size} windows"
         )
-        print(f"{'':14s}" + "".join(f"{n:>12s}" for n in names))
+        width = max(len(k) for k in table) + 2
+        print(" " * width + "".join(f"{n:>12s}" for n in names))
         lab = table.get("lab's model")
         for k in ["hold"] + [k for k in table if k != "hold"]:
-            row = f"{k:14s}" + "".join(f"{v:12.4g}" for v in table[k])
+            row = k.ljust(width) + "".join(f"{v:12.4g}" for v in table[k])
             if lab is not None and k not in ("hold", "lab's model"):
                 row += "   vs lab: " + " ".join(
                     f"{100 * (v / r - 1):+.0f}%" for v, r in zip(table[k], lab, strict=True)

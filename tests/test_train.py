@@ -309,3 +309,32 @@ def test_loading_a_float64_run_asks_for_x64_instead_of_switching_it(pendulum_csv
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "refused: the run" in out.stdout and "is float64" in out.stdout, out.stdout + out.stderr
     assert "x64 False" in out.stdout
+
+
+def test_a_run_that_never_improves_says_so(pendulum_csv, tmp_path):
+    """A learning rate of 1e6 "trains", but the best model is the untrained one: a warning and the summary say so."""
+    config = config_for(pendulum_csv, type="pinode", zero_init=False)
+    config = config.replace(training={"epochs": 2, "learning_rate": 1e6, "clip_norm": None})
+    with pytest.warns(UserWarning, match="never beat the untrained model's"):
+        train(config, str(tmp_path / "run"), progress=False)
+    summary = json.load(open(tmp_path / "run" / "summary.json"))
+    assert summary["improved"] is False and summary["best_epoch"] == -1
+
+
+def test_a_never_finite_run_fails_with_strict_json(pendulum_csv, tmp_path):
+    """g = 1e30 overflows float32 at once: the run fails saying why, and summary.json has null, not NaN."""
+    from lagnet.train.fit import TrainingDiverged
+
+    config = config_for(pendulum_csv, type="pure_ode").replace(
+        dtype="float32",
+        system={"params": {"g": 1e30}},
+        training={"epochs": 1, "max_skipped_steps": 10_000},
+    )
+    with pytest.raises(TrainingDiverged, match="never finite: the untrained model's rollouts"):
+        train(config, str(tmp_path / "run"), progress=False)
+
+    def refuse(name):
+        raise ValueError(f"not strict JSON: {name}")
+
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=refuse)
+    assert summary["best_validation_loss"] is None

@@ -4,6 +4,7 @@ No pickle anywhere: a model is rebuilt from its config and only its array leaves
 """
 
 import json
+import math
 import os
 import tempfile
 
@@ -46,8 +47,23 @@ def load_tree(path: str, like):
         ) from None
 
 
+def _finite_or_null(obj):
+    """`obj` with every non-finite float as None: strict JSON has no NaN or Infinity."""
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite_or_null(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def save_json(path: str, obj) -> None:
-    atomic_write(path, lambda f: f.write(json.dumps(obj, indent=2, default=float).encode()))
+    """Strict JSON (non-finite numbers written as null), atomically."""
+    text = json.dumps(
+        _finite_or_null(json.loads(json.dumps(obj, default=float))), indent=2, allow_nan=False
+    )
+    atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def save_yaml(path: str, obj) -> None:

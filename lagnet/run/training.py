@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 
 import equinox as eqx
 import jax
@@ -341,6 +342,14 @@ def train_run(
     seconds = time.perf_counter() - start_time
     stuck = unchanged_parameters(model, result.last_model) if result.epochs_run > 0 else []
     warn_unchanged(stuck, config.name)
+    improved = result.best_epoch >= 0
+    if result.epochs_run > 0 and not improved and np.isfinite(result.best_loss):
+        warnings.warn(
+            f"{config.name}: the validation loss never beat the untrained model's "
+            f"{result.initial_loss:.4g} in {result.epochs_run} epochs, so checkpoints/best.eqx is the untrained "
+            "model (try a smaller learning rate, a shorter horizon, or a smaller network)",
+            stacklevel=2,
+        )
     if main:
         params, _ = eqx.partition(result.model, result.model.trainable())
         save_json(
@@ -351,6 +360,7 @@ def train_run(
                 "initial_validation_loss": result.initial_loss,
                 "best_validation_loss": result.best_loss,
                 "best_epoch": result.best_epoch,
+                "improved": improved,
                 "epochs_run": result.epochs_run,
                 "skipped_steps": result.skipped_steps,
                 "seconds": seconds,
@@ -361,4 +371,12 @@ def train_run(
                 "unchanged_parameters": stuck,
             },
         )
+    if not np.isfinite(result.best_loss):
+        why = (
+            "the untrained model's rollouts are already non-finite on the validation windows (a time step too "
+            "large for these dynamics, extreme values in the data, or parameters that blow up)"
+            if not np.isfinite(result.initial_loss)
+            else "training made them non-finite (a learning rate too large?)"
+        )
+        raise TrainingDiverged(f"{config.name}: the validation loss was never finite: {why}")
     return TrainResult(run_dir, result.model, result.best_loss, result.epochs_run, seconds)

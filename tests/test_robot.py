@@ -11,6 +11,7 @@ import mujoco  # a dependency of lagnet: without it these tests fail, never skip
 import numpy as np
 import pytest
 
+from lagnet.data.catalog import dfki_double_pendulum
 from lagnet.systems import CartPole, DoublePendulum, Pendulum, RigidBodyTree
 from lagnet.systems.friction import JointFriction
 from lagnet.systems.robot import mujoco_model
@@ -340,36 +341,22 @@ def test_import_lagnet_does_not_import_mujoco():
 
 # --- the DFKI pendubot URDF -------------------------------------------------------------------------------------
 
-DFKI_LAB = dict(
-    m1=0.5593806151425046,
-    m2=0.6043459469186889,
-    l1=0.3,
-    l2=0.2,
-    r1=0.3,
-    r2=0.18377686083653508,
-    g=9.81,
-)
-I1_AXIS, I2_AXIS = (
-    0.053470810264216295,
-    0.02392374528789766,
-)  # the lab's inertias about the joint axes
-
 
 def test_dfki_pendubot_urdf():
+    lab = (
+        dfki_double_pendulum()
+    )  # the lab's identified model: inertias about the joint axes, motor rotor
     system = RigidBodyTree.from_urdf(DFKI, actuated=("Joint1",))
     assert system.coordinate_names == ("Joint1", "Joint2") and system.angles == (True, True)
     assert system.n_dof == 2 and system.friction is None
     # The URDF writes the elbow's rpy as -3.1416 (not -π): q2 there is the lab's q2 minus δ.
     delta = 3.1416 - np.pi
-    as_written = DoublePendulum(**DFKI_LAB, I1=I1_AXIS, I2=I2_AXIS)  # axis inertias in the COM slot
-    lab = DoublePendulum(
-        **DFKI_LAB,
-        I1=I1_AXIS - DFKI_LAB["m1"] * DFKI_LAB["r1"] ** 2,
-        I2=I2_AXIS - DFKI_LAB["m2"] * DFKI_LAB["r2"] ** 2,
-    )
-    m1r1 = DFKI_LAB["m1"] * DFKI_LAB["r1"] ** 2
-    m2r2 = DFKI_LAB["m2"] * DFKI_LAB["r2"] ** 2
-    excess = np.array([[m1r1 + m2r2, m2r2], [m2r2, m2r2]])
+    links = {k: getattr(lab, k) for k in ("m1", "m2", "l1", "r1", "r2", "I1", "I2", "g")}
+    as_written = DoublePendulum(**links)  # the axis inertias in the centre-of-mass slot, no rotor
+    m1r1, m2r2 = float(lab.m1 * lab.r1**2), float(lab.m2 * lab.r2**2)
+    ir, gr = float(lab.Ir), float(lab.gr)
+    rotor = ir * np.array([[gr**2 + 1, -gr], [-gr, gr**2]])
+    excess = np.array([[m1r1 + m2r2, m2r2], [m2r2, m2r2]]) - rotor
     q, qd, u = states(2, 2, seed=4)
     shifted = q - jnp.array([0.0, delta])
     ours, theirs = evaluate(system, q, qd, u[:, :1]), evaluate(as_written, shifted, qd, u)

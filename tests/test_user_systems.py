@@ -171,7 +171,7 @@ def test_urdf_config_trains_and_loads(tmp_path):
     config = config.replace(
         dtype="float64",
         data={"train": config.data.train[:1], "max_duration": 1.0},
-        training={"epochs": 0, "horizon": 1},  # training through it: tests/test_robot.py grads
+        training={"epochs": 0, "horizon": 1, "validation_horizon": 1},  # its grads: test_robot.py
     )
     run = str(tmp_path / "run")
     result = train_run(config, run, progress=False)

@@ -6,7 +6,6 @@ import equinox as eqx
 import jax
 import numpy as np
 
-from ..systems.friction import JointFriction
 from ..systems.parameters import bounded_leaves
 from .base import AbstractModel
 from .features import OutputScale
@@ -21,9 +20,9 @@ def _nodes(model, kind):
 def physics_summary(model: AbstractModel) -> dict:
     """Friction coefficients and shape, learned physical parameters and network output scales, by name."""
     out = {}
-    friction = _nodes(model, JointFriction)
-    if friction:
-        out["friction"] = friction[0].summary(model.coordinate_names)
+    # The model's own friction (a known system may carry its description's friction too, which is not learned).
+    if isinstance(model, PINODE) and model.friction is not None:
+        out["friction"] = model.friction.summary(model.coordinate_names)
     if isinstance(model, PINODE) and model.parameters:
         out["learned_parameters"] = {
             k: np.asarray(p.value).tolist() for k, p in model.parameters.items()

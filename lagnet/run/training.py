@@ -343,7 +343,8 @@ def train_run(
     stuck = unchanged_parameters(model, result.last_model) if result.epochs_run > 0 else []
     warn_unchanged(stuck, config.name)
     improved = result.best_epoch >= 0
-    if result.epochs_run > 0 and not improved and np.isfinite(result.best_loss):
+    trains = bool(jax.tree_util.tree_leaves(eqx.filter(model, model.trainable())))
+    if trains and result.epochs_run > 0 and not improved and np.isfinite(result.best_loss):
         warnings.warn(
             f"{config.name}: the validation loss never beat the untrained model's "
             f"{result.initial_loss:.4g} in {result.epochs_run} epochs, so checkpoints/best.eqx is the untrained "

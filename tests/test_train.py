@@ -338,3 +338,17 @@ def test_a_never_finite_run_fails_with_strict_json(pendulum_csv, tmp_path):
 
     summary = json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=refuse)
     assert summary["best_validation_loss"] is None
+
+
+def test_validation_on_whole_held_out_recordings(pendulum_csv, tmp_path):
+    """`data.validation` files are the validation set; the training recordings are then used whole."""
+    from lagnet.run.training import load_training_data
+
+    other = write_pendulum_csv(tmp_path / "other.csv", steps=300, hold=10, seed=7)
+    config = config_for(pendulum_csv, type="pure_ode").replace(data={"validation": other})
+    system = build_system(config)
+    train_trajs, val_trajs = load_training_data(config, system)
+    assert sum(t.n_rows for t in train_trajs) == 1201  # no time block held out
+    assert [t.n_rows for t in val_trajs] == [301]
+    default_train, _ = load_training_data(config.replace(data={"validation": []}), system)
+    assert sum(t.n_rows for t in default_train) < 1201

@@ -35,7 +35,10 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
         return [p if os.path.isabs(p) else os.path.normpath(os.path.join(base, p)) for p in files]
 
     data = dataclasses.replace(
-        config.data, train=resolve(config.data.train), test=resolve(config.data.test)
+        config.data,
+        train=resolve(config.data.train),
+        test=resolve(config.data.test),
+        validation=resolve(config.data.validation),
     )
     system = config.system
     if system.source is not None:

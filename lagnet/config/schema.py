@@ -261,6 +261,12 @@ class IntegratorConfig(_Section):
 class DataConfig(_Section):
     train: list | str = option([], (list, str), "training file(s), relative to the config file")
     test: list | str = option([], (list, str), "test file(s) for evaluation")
+    validation: list | str = option(
+        [],
+        (list, str),
+        "validation file(s): whole held-out recordings for the validation loss (early stopping, the best "
+        "model); empty: the last validation_fraction of each training recording",
+    )
     mapping: dict = option(
         {}, (dict,), "columns → time, positions, velocities, inputs (see lagnet.data)"
     )
@@ -504,7 +510,8 @@ def _check_consistency(config: Config, where: str) -> Config:
             )
     data = config.data
     lists = {
-        k: [v] if isinstance(v, str) else v for k, v in (("train", data.train), ("test", data.test))
+        k: [v] if isinstance(v, str) else v
+        for k, v in (("train", data.train), ("test", data.test), ("validation", data.validation))
     }
     for split, files in lists.items():
         bad = [f for f in files if not isinstance(f, str)]

@@ -43,7 +43,8 @@ class TrainResult:
 
 
 def load_training_data(config: Config, system):
-    """The training recordings (truncated to `data.max_duration`), split by time into train and validation blocks."""
+    """The training recordings (truncated to `data.max_duration`) and the validation recordings: `data.validation`'s
+    files when given, else the last `validation_fraction` of each training recording (or whole episodes)."""
     dc = config.data
     if not dc.train:
         raise ConfigError("data.train must name at least one file")
@@ -57,6 +58,9 @@ def load_training_data(config: Config, system):
             kept.append(traj.slice(0, rows) if rows < traj.n_rows else traj)
             left -= kept[-1].duration
         trajs = kept
+    if dc.validation:
+        # Whole held-out recordings: the validation loss then measures other runs, as a test set does.
+        return trajs, load_recordings(config, system, dc.validation)
     v = dc.validation_fraction
     if v > 0 and len(trajs) >= 10:
         # Many short episodes (e.g. sampled pairs of states): hold out whole episodes.

@@ -132,12 +132,7 @@ def _friction(config, system: AbstractSystem, stats) -> JointFriction | None:
             JointFriction(n, **named, **shape),
             known=known,
         )
-        named = {
-            t: dict(
-                zip(fitted.on[t], np.asarray(fitted.coefficients[t].value).tolist(), strict=True)
-            )
-            for t in fitted.on
-        }
+        named = fitted.values_by_term()
     merged = {
         t: {**named.get(t, {}), **given.get(t, {})} for t in TERMS if t in named or t in given
     }

@@ -122,12 +122,18 @@ class JointFriction(eqx.Module):
             "stribeck": sign * np.exp(-((qd / self.stribeck_velocity) ** 2)),
         }
 
+    def values_by_term(self) -> dict[str, dict[int, float]]:
+        """The coefficients as the constructor takes them: term → {coordinate index: value}."""
+        return {
+            term: dict(zip(idx, np.asarray(self.coefficients[term].value).tolist(), strict=True))
+            for term, idx in self.on.items()
+        }
+
     def summary(self, names: tuple[str, ...]) -> dict:
         """The coefficients by term and coordinate name, with the shape: what a run reports and saves."""
         out = {"shape": self.shape, "epsilon": self.epsilon}
         if self.shape == "stribeck":
             out["stribeck_velocity"] = self.stribeck_velocity
-        for term, idx in self.on.items():
-            values = np.asarray(self.coefficients[term].value, dtype=float)
-            out[term] = {names[i]: float(v) for i, v in zip(idx, values, strict=True)}
+        for term, values in self.values_by_term().items():
+            out[term] = {names[i]: float(v) for i, v in values.items()}
         return out

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint format bench clean
+.PHONY: setup run test lint format fuzz bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,10 +16,11 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 # The main job: train + evaluate the default config (the PINODE paper's cart-pole) on the shipped data.
+# A re-run replaces the previous run in RUN_DIR (--overwrite: lagnet train refuses an existing run without it).
 DEFAULT_CONFIG ?= configs/cartpole_pinode.yaml
 RUN_DIR ?= runs/cartpole_pinode
 run: $(STAMP)
-	$(BIN)/lagnet train $(DEFAULT_CONFIG) --out $(RUN_DIR)
+	$(BIN)/lagnet train $(DEFAULT_CONFIG) --out $(RUN_DIR) --overwrite
 	$(BIN)/lagnet evaluate $(RUN_DIR)
 
 lint: $(STAMP)
@@ -32,6 +33,12 @@ format: $(STAMP)
 
 test: lint
 	$(BIN)/python -m pytest
+
+# Opt-in, not part of `make test`: the bad-input property tests with new random examples (ten times as many,
+# not derandomised; tests/conftest.py's `explore` profile). A failure prints the example and a reproduce blob.
+fuzz: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -q --hypothesis-profile=explore --hypothesis-show-statistics \
+		tests/test_bad_input.py tests/test_bad_input_data.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

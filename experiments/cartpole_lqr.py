@@ -89,7 +89,7 @@ def model_dynamics(retrain: bool) -> dict[str, Dynamics]:
         if retrain or not os.path.exists(os.path.join(run_dir, "summary.json")):
             t0 = time.perf_counter()
             config = load_config(os.path.join(ROOT, "configs", file), *overrides)
-            train(config, run_dir, progress=False)
+            train(config, run_dir, progress=False, overwrite=True)
             print(f"trained {label} in {time.perf_counter() - t0:.0f} s → {run_dir}")
         models[label] = load(run_dir)
     rig = CartPoleRig()

@@ -57,7 +57,7 @@ def run_one(label, seconds, out_root, extra=()):
     tag = label.replace(" ", "_").replace(",", "").replace("-", "_")
     run_dir = os.path.join(out_root, f"{tag}_{int(seconds or 480)}s")
     t0 = time.perf_counter()
-    result = train(config, run_dir, progress=False)
+    result = train(config, run_dir, progress=False, overwrite=True)
     metrics = evaluate_run(run_dir, plots=seconds is None, progress=False)
     return {
         "label": label,

@@ -53,7 +53,10 @@ def main(epochs=None):
         sets = [f"training.epochs={epochs}"] if epochs else []
         config = load_config(os.path.join(ROOT, "configs", file), sets)
         result = train(
-            config, os.path.join(ROOT, "runs", "learned_potential", config.name), progress=False
+            config,
+            os.path.join(ROOT, "runs", "learned_potential", config.name),
+            progress=False,
+            overwrite=True,
         )
         de = energy_drift(result.model, build_integrator(config))
         curves[label] = de

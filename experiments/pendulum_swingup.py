@@ -78,7 +78,7 @@ def terminal_cost(x):
 def ensure_run(retrain: bool) -> float:
     if retrain or not os.path.exists(os.path.join(RUN, "summary.json")):
         t0 = time.perf_counter()
-        train(load_config(CONFIG), RUN, progress=False)
+        train(load_config(CONFIG), RUN, progress=False, overwrite=True)
         return time.perf_counter() - t0
     return 0.0
 

@@ -22,6 +22,7 @@ from .config import load_config as load_config
 from .config import register_system as register_system
 from .control import Dynamics as Dynamics
 from .control import load as load
+from .control import load_exported as load_exported
 from .data import Trajectory as Trajectory
 from .data import load_dataset as load_dataset
 from .data import load_trajectories as load_trajectories

@@ -9,6 +9,7 @@ _COMMANDS = (
     "lagnet.commands.train",
     "lagnet.commands.evaluate",
     "lagnet.commands.data",
+    "lagnet.commands.export",
 )
 
 
@@ -59,8 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _start_jax(args)
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, TrainingDiverged) as e:
+    except (ValueError, TrainingDiverged) as e:
         # Configuration and data errors are the user's to fix: show the message, not a traceback.
+        print(f"lagnet {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        # A path the user gave that cannot be read or written (missing, a directory, no permission, disk
+        # full): the system's message names the file.
         print(f"lagnet {args.command}: error: {e}", file=sys.stderr)
         return 2
 

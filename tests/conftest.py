@@ -5,9 +5,12 @@ import pytest
 from hypothesis import settings
 
 # Property-based tests draw the same examples on every run, so CI cannot turn red by chance; explore new ones
-# with `pytest --hypothesis-profile=explore`.
+# with `make fuzz` (`pytest --hypothesis-profile=explore`): random, not derandomised, and ten times as many
+# (tests scale their max_examples by the profile's: see `examples` in tests/test_bad_input*.py).
 settings.register_profile("lagnet", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False, max_examples=1000)
+settings.register_profile(
+    "explore", derandomize=False, max_examples=1000, database=None, deadline=None, print_blob=True
+)
 settings.load_profile("lagnet")
 
 # The CLI, called in-process by tests, would otherwise store compiled programs in ~/.cache for the whole session.

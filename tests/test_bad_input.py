@@ -17,6 +17,13 @@ from lagnet.systems import CartPole
 
 LAGNET_ERRORS = (ConfigError, ValueError, TypeError, FileNotFoundError)
 
+
+def examples(n: int) -> int:
+    """`n` examples in the derandomised suite; ten times as many under `--hypothesis-profile=explore`
+    (`make fuzz`), whose max_examples is 1000 instead of 100."""
+    return n * settings.default.max_examples // 100
+
+
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -54,7 +61,7 @@ def configs(draw):
     return user
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
 def test_random_configs_validate_or_raise_config_error(user):
     try:
@@ -66,7 +73,9 @@ def test_random_configs_validate_or_raise_config_error(user):
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     rows=st.integers(0, 6),
@@ -92,7 +101,7 @@ def test_random_csv_files_load_or_raise_a_named_error(tmp_path_factory, rows, co
         assert "f.csv" in str(e) or "mapping" in str(e), str(e)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     q_shape=st.lists(st.integers(0, 3), max_size=2),
     u_shape=st.lists(st.integers(0, 3), max_size=3),

@@ -127,7 +127,7 @@ def test_history_inputs_shift_in_the_past():
     np.testing.assert_array_equal(
         dyn.history_inputs(us, jnp.array([[-1.0], [-2.0]]))[1], [2.0, 1.0, -1.0]
     )
-    np.testing.assert_array_equal(dyn.history_inputs(us)[0], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(dyn.history_inputs(us, "held")[0], [1.0, 1.0, 1.0])
     # The MPC plans through the history: with a network that sees past inputs, the cost depends on them.
     cp = CartPole()
     features = StateFeatures(cp.angles, 3)

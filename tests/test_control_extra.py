@@ -86,7 +86,7 @@ def test_step_holds_the_current_input_over_the_history(trained):
     dyn = load(run_dir)
     x, u = jnp.array([0.4, -0.2]), jnp.array([0.3])
     np.testing.assert_array_equal(dyn.step(x, u), dyn.step(x, dyn.full_input(u)))
-    np.testing.assert_array_equal(dyn.rollout(x, u[None])[-1], dyn.step(x, u))
+    np.testing.assert_array_equal(dyn.rollout(x, u[None], u_past="held")[-1], dyn.step(x, u))
 
 
 def test_lqr_on_a_trained_model_stabilises_it(trained):

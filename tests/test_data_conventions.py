@@ -179,11 +179,19 @@ def test_sign_flips_positions_velocities_and_named_inputs(tmp_path):
     # sign before offset: the offset is the recorded reading at the system's zero, in the recorded direction.
     tr = ld.load_trajectory(
         path,
-        {**base, "units": {"phi": "deg"}, "sign": {"phi": -1}, "offsets": {"phi": "90 deg"}},
+        # phi in degrees, so its rate in deg/s (lagnet checks that velocities are the positions' rate).
+        {
+            **base,
+            "units": {"phi": "deg", "phi_dot": "deg/s"},
+            "sign": {"phi": -1},
+            "offsets": {"phi": "90 deg"},
+        },
         system=CartPole(),
     )
     np.testing.assert_allclose(tr.q[:, 1], -(phi - 90.0) * np.pi / 180, atol=1e-12)
-    np.testing.assert_array_equal(tr.qd[:, 1], -1.0)  # velocities: signed, not offset
+    np.testing.assert_allclose(
+        tr.qd[:, 1], -np.pi / 180, rtol=1e-12
+    )  # velocities: signed, not offset
 
 
 def test_offsets_apply_after_unit_conversion_and_to_any_coordinate(tmp_path):

@@ -352,3 +352,21 @@ def test_validation_on_whole_held_out_recordings(pendulum_csv, tmp_path):
     assert [t.n_rows for t in val_trajs] == [301]
     default_train, _ = load_training_data(config.replace(data={"validation": []}), system)
     assert sum(t.n_rows for t in default_train) < 1201
+
+
+def test_step_budget_selection_metric_and_time_split_reach_the_run(pendulum_csv, tmp_path, capsys):
+    """`training.max_steps` stops the run, `select_by: final_error` picks best.eqx, and summary.json and the
+    console say where the time went (load / compile / train)."""
+    config = config_for(pendulum_csv, type="pure_ode", friction={"viscous": ["theta"]})
+    config = config.replace(training={"epochs": 50, "max_steps": 1, "select_by": "final_error"})
+    result = train(config, str(tmp_path / "run"), progress=True)
+    assert result.epochs == 1
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_steps" and summary["select_by"] == "final_error"
+    split = [summary[f"seconds_{k}"] for k in ("load", "compile", "train")]
+    assert all(s > 0 for s in split) and sum(split) <= summary["seconds"] + 1e-6
+    line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert len(line["validation_final_error"]) == 2 and line["steps"] == summary["steps_run"]
+    assert "time: load " in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="training.select_by must be one of"):
+        config.replace(training={"select_by": "val"})

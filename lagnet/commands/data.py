@@ -12,7 +12,7 @@ import numpy as np
 
 from ..data.catalog import data_root, datasets
 from ..data.stats import stats_markdown, write_stats
-from ..simulate.generate import GENERATORS, generate
+from ..simulate.generate import GENERATORS, check_overwrite, generate, output_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--out", default=None, help="output folder (default: <data root>/sim)")
     gen.add_argument("--seed", type=int, default=None, help="seed (default: the shipped one)")
     gen.add_argument("--duration", type=float, default=None, help="override every length (s)")
+    gen.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace recordings that already exist in the folder",
+    )
     gen.set_defaults(func=_generate)
 
     stats = sub.add_parser("stats", help="statistics table of each shipped dataset (markdown)")
@@ -50,8 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _generate(args) -> int:
     out = Path(args.out) if args.out else data_root() / "sim"
     names = list(GENERATORS) if args.name == "all" else [args.name]
+    # Every file is checked before the first is written: `all` does not stop half way.
+    check_overwrite([p for name in names for p in output_paths(name, out)], args.overwrite)
     for name in names:
-        for path in generate(name, out, seed=args.seed, duration=args.duration):
+        for path in generate(
+            name, out, seed=args.seed, duration=args.duration, overwrite=args.overwrite
+        ):
             print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
     return 0
 

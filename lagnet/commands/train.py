@@ -35,6 +35,12 @@ def register(sub) -> None:
         help="continue the run in --out from its newest checkpoint (bit-identical to an uninterrupted run)",
     )
     p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in --out (its checkpoints and evaluation/ are deleted, once the config, "
+        "data and model have been checked); without it lagnet train refuses a folder that holds a run",
+    )
+    p.add_argument(
         "--show-config",
         action="store_true",
         help="print every config key with its default and meaning as a YAML template, and exit",
@@ -58,6 +64,21 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def default_run_dir(name: str) -> str:
+    """runs/<name>: a config's name may pick a folder under runs/, never one elsewhere."""
+    if (
+        not name
+        or name in (".", "..")
+        or os.path.isabs(name)
+        or any(sep in name for sep in ("/", "\\", os.sep))
+    ):
+        raise ValueError(
+            f"the config's name {name!r} cannot name a run directory under runs/ (it must be a plain name, "
+            "without '/', '\\' or '..'): rename it, or give --out"
+        )
+    return os.path.join("runs", name)
+
+
 def run(args) -> int:
     if args.show_config:
         print(_config.describe())
@@ -71,8 +92,10 @@ def run(args) -> int:
     if config.dtype == "float64":
         # The CLI owns its process: a float64 run needs 64-bit floats before any array is made.
         jax.config.update("jax_enable_x64", True)
-    out = args.out or os.path.join("runs", config.name)
-    result = train_run(config, out, progress=not args.quiet, resume=args.resume)
+    out = args.out or default_run_dir(config.name)
+    result = train_run(
+        config, out, progress=not args.quiet, resume=args.resume, overwrite=args.overwrite
+    )
     print(
         f"trained {config.name} ({config.model.type}): best validation loss "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"

@@ -1,7 +1,9 @@
-"""Reading configs: YAML (`yaml.safe_load` only), `key.path=value` overrides, paths relative to the file."""
+"""Reading configs: YAML (`yaml.SafeLoader` only, a key given twice refused), `key.path=value` overrides, paths
+relative to the file."""
 
 import dataclasses
 import os
+from collections.abc import Hashable
 
 import yaml
 
@@ -15,16 +17,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
     Data paths and a system's source file are resolved relative to the config file's folder.
     """
     path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            user = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"config file not found: {path}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{path}: YAML syntax error{line}: {problem}") from None
+    user = _read_yaml(path)
     user = {} if user is None else user
     for item in overrides:
         apply_override(user, item, source=path)
@@ -59,7 +52,12 @@ def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
             f"{source}: the config must be a mapping of keys to values, got {type(user).__name__}"
         )
     key, raw = item.split("=", 1)
-    value = yaml.safe_load(raw)
+    try:
+        value = yaml.load(raw, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as e:
+        raise ConfigError(
+            f"--set {item!r}: the value {raw!r} is not valid YAML ({_yaml_problem(e)})"
+        ) from None
     node = user
     parts = key.strip().split(".")
     for part in parts[:-1]:
@@ -67,3 +65,52 @@ def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"--set {key}: {part!r} is not a section")
     node[parts[-1]] = value
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that refuses a key given twice in one mapping.
+
+    PyYAML keeps the last of duplicate keys, so a second `training:` section would silently replace the first.
+    """
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are YAML's own way of repeating keys
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # SafeLoader's own error names it
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """A YAML error as `at line L, column C: problem` (lines of the parsed text)."""
+    mark = getattr(e, "problem_mark", None)
+    line = f"at line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return line + (getattr(e, "problem", None) or str(e))
+
+
+def _read_yaml(path: str):
+    """The YAML document in `path` (`safe_load` semantics, duplicate keys refused); errors name the file."""
+    if os.path.isdir(path):
+        raise ConfigError(f"{path}: is a directory, expected a YAML config file")
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return yaml.load(f, Loader=_UniqueKeyLoader)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"config file not found: {path}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: not a text (UTF-8) file: byte 0x{e.object[e.start : e.start + 1].hex()} at position "
+            f"{e.start} cannot be decoded; expected a YAML config"
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: YAML syntax error {_yaml_problem(e)}") from None

@@ -68,8 +68,9 @@ def build_system(config) -> AbstractSystem:
         return SOURCED[name](config.system)
     try:
         return SYSTEMS[name](**params)
-    except TypeError as e:
-        raise ConfigError(f"system.params: {e} (system {name!r})") from None
+    except (TypeError, ValueError) as e:
+        # e.g. "could not convert string to float: 'a'": say which values were given.
+        raise ConfigError(f"system.params: {e} (system {name!r}, params {params})") from None
 
 
 def build_integrator(config):

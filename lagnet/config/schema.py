@@ -7,11 +7,14 @@ errors that name the key path, the value, what was expected and the file (and a 
 import copy
 import dataclasses
 import difflib
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
 
+from ..data.horizons import parse_horizon
+from ..data.mapping import ColumnMapping
 from .errors import ConfigError
 from .registry import INTEGRATORS, MODEL_TYPES, SYSTEMS
 from .sources import SOURCED
@@ -62,14 +65,32 @@ def list_of(kind):
     return check
 
 
+def _horizon(x):
+    try:
+        parse_horizon(x)
+    except ValueError as e:
+        return str(e).split(": ", 1)[-1]
+    return None
+
+
 def _devices(x):
     return None if x == "auto" or (isinstance(x, int) and x >= 1) else "must be auto or >= 1"
 
 
 def _output_scale(x):
-    if x == "auto" or isinstance(x, list) or (not isinstance(x, str) and x > 0):
+    if isinstance(x, list):
+        bad = [v for v in x if not _is_real(v) or not v > 0]
+        return f"must be numbers > 0, got entries {bad}" if bad else None
+    if x == "auto" or (not isinstance(x, str) and x > 0):
         return None
     return "must be > 0, a list, or auto"
+
+
+def _is_real(x) -> bool:
+    """A finite int or float (not a bool: YAML's true is no number)."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    return isinstance(x, int) or math.isfinite(x)
 
 
 class _Section:
@@ -325,6 +346,27 @@ class TrainingConfig(_Section):
         positive,
         nullable=True,
     )
+    max_steps: int | None = option(
+        None,
+        (int,),
+        "a budget in optimiser steps: stop after the epoch that reaches it; null: epochs only",
+        positive,
+        nullable=True,
+    )
+    max_seconds: float | None = option(
+        None,
+        NUM,
+        "a budget in seconds of training (this process): stop after the epoch that reaches it; null: off",
+        positive,
+        nullable=True,
+    )
+    select_by: str = option(
+        "loss",
+        (str,),
+        "what picks best.eqx and what patience waits on: loss (the validation loss) | final_error (the mean "
+        "|error| at the validation windows' end, in the data's units, averaged over coordinates)",
+        one_of(("loss", "final_error")),
+    )
     keep_checkpoints: int = option(
         3, (int,), "training states of the last N epochs kept for resuming", positive
     )
@@ -351,9 +393,18 @@ class TrainingConfig(_Section):
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig(_Section):
     windows: int = option(1000, (int,), "number of test windows (the paper: 1000)", positive)
-    horizon: int = option(30, (int,), "steps per test window (the paper: 30 = 0.6 s)", positive)
-    long_horizon: int = option(
-        100, (int,), "steps of the overlaid long rollout (the paper: 100 = 2 s)", positive
+    horizon: int | str = option(
+        30,
+        (int, str),
+        "prediction horizon: steps (the paper: 30 = 0.6 s) or seconds ('0.5s'); `lagnet evaluate --horizon` "
+        "overrides it, several at once",
+        _horizon,
+    )
+    long_horizon: int | str = option(
+        100,
+        (int, str),
+        "length of the overlaid long rollout: steps (the paper: 100 = 2 s) or seconds ('2s')",
+        _horizon,
     )
 
 
@@ -462,6 +513,9 @@ def _build(cls, user: Any, path: str, where: str):
                 f"{where}{key_path} must be {_expected(meta)}, got {value!r} ({type(value).__name__})"
                 + hint
             )
+        if isinstance(value, float) and not math.isfinite(value):
+            # .inf and .nan pass every `> 0` / `>= 0` check the wrong way or not at all.
+            raise ConfigError(f"{where}{key_path} must be a finite number, got {value!r}")
         if meta["check"] is not None:
             msg = meta["check"](value)
             if msg:
@@ -508,7 +562,22 @@ def _check_consistency(config: Config, where: str) -> Config:
                 f"{where}training.curriculum[{i}] must be [epoch, horizon] with epoch >= 0 "
                 f"and horizon >= 1, got {entry!r}"
             )
+    if config.seed >= 2**63:
+        raise ConfigError(f"{where}seed must be < 2**63 (a 64-bit integer), got {config.seed}")
+    for key in ("weights_q", "weights_qd"):
+        weights = getattr(config.training, key)
+        bad = [w for w in weights or () if not _is_real(w) or w < 0]
+        if bad:
+            raise ConfigError(
+                f"{where}training.{key} must be numbers >= 0 (one per coordinate), got entries {bad}"
+            )
     data = config.data
+    if data.mapping:
+        # Checked here, not only when the data are read, so that the error names the config file.
+        try:
+            ColumnMapping.from_dict(data.mapping, f"{where}data.mapping")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     lists = {
         k: [v] if isinstance(v, str) else v
         for k, v in (("train", data.train), ("test", data.test), ("validation", data.validation))

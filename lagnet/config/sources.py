@@ -18,6 +18,8 @@ import os
 import sys
 from collections.abc import Callable
 
+import numpy as np
+
 from ..systems._params import as_param
 from ..systems.base import AbstractSystem
 from ..systems.lagrangian import Lagrangian
@@ -122,6 +124,7 @@ def lagrangian_system(sc) -> AbstractSystem:
     bad = {k: v for k, v in sc.params.items() if isinstance(v, bool | str | dict)}
     if bad:
         raise ConfigError(f"system.params: a lagrangian's parameters must be numbers, got {bad}")
+    _check_coordinates_used(location, coordinates, sc.params, kinetic, potential, input_matrix)
     try:
         return Lagrangian(
             kinetic,
@@ -137,6 +140,37 @@ def lagrangian_system(sc) -> AbstractSystem:
         raise ConfigError(
             f"system: the Lagrangian in {location} failed: {type(e).__name__}: {e}"
         ) from None
+
+
+def _check_coordinates_used(
+    location: str, coordinates: tuple[str, ...], params: dict, kinetic, potential, input_matrix
+) -> None:
+    """Checks that the functions index no coordinate beyond `coordinates`.
+
+    JAX clamps an out-of-range index (q[1] of a 1-vector reads q[0]), so a Lagrangian that uses more degrees of
+    freedom than `system.coordinates` declares builds and trains, on wrong physics. Called once on numpy
+    vectors, which raise `IndexError` instead; any other failure is left to the build, which reports it.
+    """
+    n = len(coordinates)
+    q = np.zeros(n)
+    args = {k: np.asarray(v, float) for k, v in params.items()}
+    calls = [
+        ("kinetic", lambda: kinetic(q, q.copy(), args)),
+        ("potential", lambda: potential(q, args)),
+    ]
+    if input_matrix is not None:
+        calls.append(("input_matrix", lambda: input_matrix(q, args)))
+    for name, call in calls:
+        try:
+            call()
+        except IndexError as e:
+            raise ConfigError(
+                f"system.source: {name}(q, ...) in {location} indexes past the {n} coordinate(s) that "
+                f"system.coordinates declares {list(coordinates)} ({e}): declare every degree of freedom "
+                f"the functions use"
+            ) from None
+        except Exception:
+            pass
 
 
 def robot_system(kind: str):

@@ -1,15 +1,21 @@
-"""Control with trained models: dynamics as plain functions, linearisation, LQR, MPC."""
+"""Control with trained models: dynamics as plain functions, linearisation, LQR, MPC, export for deployment."""
 
 from .dynamics import Dynamics as Dynamics
 from .dynamics import find_equilibrium as find_equilibrium
 from .dynamics import linearise as linearise
 from .dynamics import linearise_averaged as linearise_averaged
 from .dynamics import trim as trim
+from .export import ExportedModel as ExportedModel
+from .export import export_run as export_run
+from .export import load_exported as load_exported
 from .load import load as load
 from .lqr import closed_loop_stable as closed_loop_stable
 from .lqr import dlqr as dlqr
 from .lqr import lqr as lqr
+from .mpc import MPCSolution as MPCSolution
+from .mpc import ProjectedMPC as ProjectedMPC
 from .mpc import ShootingMPC as ShootingMPC
+from .mpc import shift as shift
 
 
 def __getattr__(name):

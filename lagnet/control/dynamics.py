@@ -20,6 +20,14 @@ StateLike = Float[ArrayLike, " state"]
 InputLike = Float[ArrayLike, " m"]
 
 
+@eqx.filter_jit
+def _state_derivative(model: AbstractDynamics, q, qd, u) -> State:
+    """ẋ = (q̇, q̈(q, q̇, u)), compiled even when called eagerly: op by op, XLA rounds some fused products
+    differently (by an ulp) from the compiled program that jit, `step` (compiled in `lagnet.rollout`) and an
+    exported f run; compiled, `f` gives the same bits in all of them."""
+    return jnp.concatenate([qd, model.acceleration(q, qd, u)])
+
+
 class Dynamics(eqx.Module):
     """Continuous and discrete dynamics of `model` in the state x = (q, q̇) (coordinates first, then velocities).
 
@@ -33,8 +41,9 @@ class Dynamics(eqx.Module):
     Everything is a pure function of arrays: jit, vmap (over states, inputs or both) and grad work.
 
     A model trained with an input history (`model.input_history = k`) takes (m (k + 1),) inputs, newest first;
-    given only the current (m,) input, `Dynamics` holds it over the history (the steady-state reading, which is
-    what linearisation about an equilibrium needs).
+    given only the current (m,) input, `f` and `step` hold it over the history (the steady-state reading, which
+    is what linearisation about an equilibrium needs); `step_with_history` carries the past inputs as a state,
+    and `rollout` needs them given (`u_past`).
     """
 
     model: AbstractDynamics
@@ -102,25 +111,48 @@ class Dynamics(eqx.Module):
         q, qd = self.split(x)
         if u is None:
             u = self._unforced("f", jnp.result_type(x))
-        return jnp.concatenate([qd, self.model.acceleration(q, qd, self.full_input(u))])
+        return _state_derivative(self.model, q, qd, self.full_input(u))
 
     def step(self, x: StateLike, u: InputLike | None = None, dt=None) -> State:
         """x after one step of `dt` (default `self.dt`) with u held; u may be None for a model without inputs."""
-        q, qd = self.split(x)
+        q, qd = self.split(jnp.asarray(x))
         dt = self.dt if dt is None else dt
         if u is None:
             u = self._unforced("step", jnp.result_type(q))
-        u = self.full_input(u)
+        u = self.full_input(jnp.asarray(u))
         qs, qds = rollout(
             self.model, self.integrator, q, qd, u[None], jnp.asarray(dt)[None], throw=False
         )
         return jnp.concatenate([qs[-1], qds[-1]])
 
+    def step_with_history(
+        self, x: StateLike, u: InputLike, u_past: Float[ArrayLike, "k m"], dt=None
+    ) -> tuple[State, Float[Array, "k m"]]:
+        """(x⁺, u_past⁺): one step with the past inputs as a state, for a model with an input history of k.
+
+            x⁺ = step(x, (u, u_past)),   u_past⁺ = (u, u_past[0], …, u_past[k − 2])
+
+        `u_past` (k, m) holds u_{t−1}, …, u_{t−k}, newest first; a controller starts it from its own last
+        inputs (zeros at rest) and threads it through. Without history (k = 0) u_past is (0, m).
+        """
+        u, u_past = jnp.asarray(u), jnp.asarray(u_past)
+        k = self.history.lags
+        if u_past.shape != (k, self.n_inputs):
+            raise ValueError(
+                f"Dynamics.step_with_history: u_past must have shape ({k}, {self.n_inputs}) (the model reads "
+                f"its last {k} input(s), newest first), got {u_past.shape}"
+            )
+        x_next = self.step(x, jnp.concatenate([u, u_past.reshape(-1)]), dt)
+        return x_next, jnp.concatenate([u[None], u_past])[:k]
+
     def history_inputs(self, us, u_past=None):
         """us (steps, m) → the model's inputs (steps, m (k + 1)): at step j, u_j, u_{j−1}, …, u_{j−k}.
 
-        Inputs before the first come from `u_past` (k, m), newest first, or repeat us[0] when it is None.
-        For a model without input history this is `us` itself (None stays None: an unforced rollout).
+        The k inputs before the first are `u_past`: an array (k, m), newest first; "held" (us[0] applied
+        forever, the steady state); or "zeros" (a start from rest). A model with input history needs it: no
+        choice is right for every start, and a wrong one silently changes the first k steps' inputs. For a
+        model without input history, or inputs already stacked (steps, m (k + 1)), this is `us` itself (None
+        stays None: an unforced rollout).
         """
         if us is None:
             return None
@@ -128,7 +160,21 @@ class Dynamics(eqx.Module):
         history = self.history
         if not history.lags or us.shape[-1] != self.n_inputs:
             return us
-        return history.stack(us, history.past_held(us) if u_past is None else u_past)
+        if u_past is None:
+            raise ValueError(
+                f"Dynamics.rollout: the model reads its last {history.lags} input(s); pass u_past, the inputs "
+                f"before us[0] as an array ({history.lags}, {self.n_inputs}), newest first, or "
+                "u_past='held' (us[0] applied forever) or u_past='zeros' (a start from rest)"
+            )
+        if isinstance(u_past, str):
+            readings = {"held": history.past_held, "zeros": history.past_zeros}
+            if u_past not in readings:
+                raise ValueError(
+                    f"Dynamics.rollout: u_past must be an array ({history.lags}, {self.n_inputs}), 'held' "
+                    f"or 'zeros', got {u_past!r}"
+                )
+            u_past = readings[u_past](us)
+        return history.stack(us, u_past)
 
     def rollout(
         self,
@@ -139,12 +185,13 @@ class Dynamics(eqx.Module):
         *,
         steps: int | None = None,
     ) -> Float[Array, "states state"]:  # states = steps + 1 (us may be None, binding no `steps`)
-        """States (steps + 1, 2n) from x0 under the inputs us (steps, m); see `history_inputs` for `u_past`.
+        """States (steps + 1, 2n) from x0 under the inputs us (steps, m).
 
-        A model without inputs (m = 0) may take us=None with `steps=` (or a (steps,) dt), as `lagnet.rollout`;
-        the result equals that of a (steps, 0) array. A model with inputs needs `us`.
+        A model with input history needs `u_past`, the inputs before us[0] (see `history_inputs`). A model
+        without inputs (m = 0) may take us=None with `steps=` (or a (steps,) dt), as `lagnet.rollout`; the
+        result equals that of a (steps, 0) array. A model with inputs needs `us`.
         """
-        q, qd = self.split(x0)
+        q, qd = self.split(jnp.asarray(x0))
         dt = self.dt if dt is None else dt
         if us is None and self.n_inputs:
             raise ValueError(

@@ -11,6 +11,9 @@ import gzip
 import io
 import json
 import os
+import re
+import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,7 +30,10 @@ META_KEY = "meta"
 
 
 class _Table:
-    """Columns of one file, and how to name a row of it in an error."""
+    """Columns of one file, and how to name a row of it in an error.
+
+    `aliases` are other names of columns: a CSV header `x [m]` is column `x` (unit m) and may be named either way.
+    """
 
     def __init__(
         self,
@@ -35,8 +41,19 @@ class _Table:
         columns: dict[str, Shaped[np.ndarray, "_rows ..."]],
         meta: dict[str, Any],
         csv: bool,
+        aliases: dict[str, str] | None = None,
     ) -> None:
         self.path, self.columns, self.meta, self.csv = path, columns, meta, csv
+        self.aliases = aliases or {}
+
+    def name(self, name: str) -> str:
+        """The column's own name (a CSV header's name without its `[unit]`)."""
+        return self.aliases.get(name, name)
+
+    @property
+    def units(self) -> dict[str, str]:
+        """The units the file declares, by column."""
+        return self.meta.get("units", {})
 
     def row(self, i: int) -> str:
         """Row `i`, as named in an error."""
@@ -45,6 +62,7 @@ class _Table:
 
     def get(self, name: str, role: str) -> Shaped[np.ndarray, "_rows ..."]:
         """The column `name` (1-D, or a 2-D NPZ array); a `ValueError` naming its `role` if there is none."""
+        name = self.name(name)
         if name not in self.columns:
             raise ValueError(
                 f"{self.path}: column {name!r} ({role}) not found; "
@@ -65,6 +83,15 @@ def _read(path: str) -> _Table:
     """The table of a file; checks that it exists and is a `.csv`, `.csv.gz` or `.npz`."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, expected a data file (.csv, .csv.gz or .npz)")
+    try:
+        return _read_file(path)
+    except PermissionError as e:
+        raise ValueError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _read_file(path: str) -> _Table:
     if path.endswith(".npz"):
         return _read_npz(path)
     if path.endswith(".csv") or path.endswith(".csv.gz"):
@@ -73,17 +100,54 @@ def _read(path: str) -> _Table:
 
 
 def _read_npz(path: str) -> _Table:
-    """The arrays (but `meta`, JSON metadata) of an NPZ file; checks that each is 1-D or 2-D."""
-    with np.load(path, allow_pickle=False) as f:
-        columns = {k: f[k] for k in f.files if k != META_KEY}
-        meta = json.loads(f[META_KEY].item()) if META_KEY in f.files else {}
+    """The arrays (but `meta`, JSON metadata) of an NPZ file.
+
+    Checks that the file is a zip archive (numpy would otherwise try it as a pickle), that every array can be read
+    and is 1-D or 2-D numbers, and that `meta` is a JSON object whose `units` map names to strings.
+    """
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{path}: not an NPZ file (not a zip archive: truncated, or another format named .npz)"
+        )
+    columns = {}
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            for name in f.files:
+                columns[name] = f[name]
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
+        # A damaged archive, or an object array (which only a pickle could read).
+        raise ValueError(f"{path}: an array cannot be read ({type(e).__name__}: {e})") from None
+    meta = _npz_meta(path, columns.pop(META_KEY, None))
     for name, arr in columns.items():
         if arr.ndim not in (1, 2):
             raise ValueError(
                 f"{path}: array {name!r} has shape {arr.shape}; columns must be 1-D (rows,) "
                 f"or 2-D (rows, width)"
             )
+        if arr.dtype.kind not in "iuf":
+            raise ValueError(
+                f"{path}: array {name!r} holds {arr.dtype} values, expected numbers (integers or floats)"
+            )
     return _Table(path, columns, meta, csv=False)
+
+
+def _npz_meta(path: str, raw: np.ndarray | None) -> dict[str, Any]:
+    """The metadata of an NPZ file: a JSON object in a 0-d string array, {} if there is none."""
+    if raw is None:
+        return {}
+    try:
+        meta = json.loads(raw.item()) if raw.ndim == 0 and raw.dtype.kind == "U" else None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: array {META_KEY!r} is not valid JSON ({e})") from None
+    units = meta.get("units", {}) if isinstance(meta, dict) else None
+    if not isinstance(units, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in units.items()
+    ):
+        raise ValueError(
+            f"{path}: array {META_KEY!r} must hold a JSON object whose 'units' map column names to "
+            f"unit strings"
+        )
+    return meta
 
 
 def _read_csv(path: str) -> _Table:
@@ -92,9 +156,7 @@ def _read_csv(path: str) -> _Table:
     Checks that there is a header of distinct names, that every row has as many fields, that the file is valid CSV
     and that every cell is a number.
     """
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", newline="") as f:
-        text = f.read()
+    text = _read_text(path)
     reader = csv.reader(io.StringIO(text))
     try:
         try:
@@ -103,6 +165,11 @@ def _read_csv(path: str) -> _Table:
             raise ValueError(
                 f"{path}: empty file (expected a header row of column names)"
             ) from None
+        if not any(header):
+            raise ValueError(f"{path}: line 1 is empty (expected a header row of column names)")
+        if len(header) == 1:
+            _check_delimiter(path, header[0])
+        header, units, aliases = _header_units(path, header)
         if len(set(header)) != len(header):
             dup = sorted({h for h in header if header.count(h) > 1})
             raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
@@ -134,7 +201,58 @@ def _read_csv(path: str) -> _Table:
                         f"{path}: column {name!r} row {i} (line {i + 2}): "
                         f"cannot read {c!r} as a number"
                     ) from None
-    return _Table(path, columns, {}, csv=True)
+    return _Table(path, columns, {"units": units} if units else {}, csv=True, aliases=aliases)
+
+
+def _read_text(path: str) -> str:
+    """The text of a (gzipped) CSV file: UTF-8, an Excel byte-order mark dropped; errors name the file."""
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as f:
+                return f.read()
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"{path}: not a text (UTF-8) file: byte 0x{e.object[e.start : e.start + 1].hex()} at "
+            f"position {e.start} cannot be decoded (a binary file, or text saved in another encoding: "
+            f"save it as UTF-8 CSV)"
+        ) from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise ValueError(f"{path}: not a valid gzip file ({e})") from None
+
+
+def _check_delimiter(path: str, header: str) -> None:
+    """Checks that a one-column header is not a whole header separated by something other than commas."""
+    for delimiter, name in ((";", "semicolons"), ("\t", "tabs")):
+        if delimiter in header:
+            raise ValueError(
+                f"{path}: the header {header!r} is one column: the file is separated by {name}, lagnet "
+                f"reads comma-separated files (with '.' as the decimal point)"
+            )
+
+
+# `x [m]`: a column name, white space, a unit in brackets (not `q[1]`, an index).
+_HEADER_UNIT = re.compile(r"^(.*\S)\s+\[([^\[\]]+)\]$")
+
+
+def _header_units(path: str, header: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """Column names without their units, the units (`x [m]` → x: m) and the aliases (`x [m]` → x).
+
+    Checks that each declared unit is known.
+    """
+    names, units, aliases = [], {}, {}
+    for h in header:
+        m = _HEADER_UNIT.match(h)
+        if m is None:
+            names.append(h)
+            continue
+        name, unit = m.group(1), m.group(2).strip()
+        parse_unit(unit, f"{path}: header {h!r}")
+        names.append(name)
+        units[name] = unit
+        aliases[h] = name
+    return names, units, aliases
 
 
 def _columns(
@@ -172,8 +290,44 @@ def _column(table: _Table, name: str, role: str) -> Shaped[np.ndarray, " _rows"]
 
 
 def _declared_units(table: _Table, mapping: ColumnMapping) -> dict[str, str]:
-    """The units of the columns: the file's metadata, overridden by the mapping's."""
-    return {**table.meta.get("units", {}), **mapping.units}
+    """The units of the columns (by their own names): the file's, and the mapping's (`_check_units`)."""
+    return {**table.units, **{table.name(c): u for c, u in mapping.units.items()}}
+
+
+def _check_roles(table: _Table, mapping: ColumnMapping) -> None:
+    """Checks that no column is mapped twice: two coordinates, a position and a velocity, or an input, read from
+    one column would train on data that cannot be what the system means."""
+    roles = {}
+    for column, where in mapping.roles().items():
+        roles.setdefault(table.name(column), []).extend(where)
+    twice = {name: where for name, where in roles.items() if len(where) > 1}
+    if twice:
+        raise ValueError(
+            f"{table.path}: the mapping reads a column for more than one role: "
+            + "; ".join(f"{name!r} is {' and '.join(where)}" for name, where in twice.items())
+        )
+
+
+def _check_units(table: _Table, mapping: ColumnMapping) -> None:
+    """Checks that the mapping's `units` name columns of the file, in units it knows, and agree with the units
+    the file declares (NPZ metadata, a CSV header `x [m]`): a contradiction is an error, not an override."""
+    for column, unit in mapping.units.items():
+        name = table.name(column)
+        if name not in table.columns:
+            raise ValueError(
+                f"{table.path}: mapping.units names column {column!r}, which the file does not have; "
+                f"the file has columns {sorted(table.columns)}"
+            )
+        kind, factor = parse_unit(unit, f"{table.path}: column {column!r}")
+        declared = table.units.get(name)
+        if declared is not None and parse_unit(declared, f"{table.path}: column {name!r}") != (
+            kind,
+            factor,
+        ):
+            raise ValueError(
+                f"{table.path}: mapping.units.{column} is {unit!r}, but the file declares column "
+                f"{name!r} in {declared!r}; remove the mapping's unit (or correct the file)"
+            )
 
 
 def _check_finite(table: _Table, name: str, arr: Shaped[np.ndarray, "_rows ..."]) -> None:
@@ -189,6 +343,7 @@ def _unit_factor(
 ) -> float:
     """The factor to SI of column `name`'s declared unit (1 if none); checks that its kind is one of `allowed`."""
     declared = _declared_units(table, mapping)
+    name = table.name(name)
     if name not in declared:
         return 1.0
     kind, factor = parse_unit(declared[name], f"{table.path}: column {name!r}")
@@ -206,6 +361,7 @@ def load_trajectories(
     *,
     system: AbstractSystem | None = None,
     angles: Sequence[bool] | None = None,
+    dtype: str | np.dtype = "float32",
 ) -> list[Trajectory]:
     """All trajectories (one per episode) in a CSV/NPZ file, mapped by `mapping`.
 
@@ -217,10 +373,13 @@ def load_trajectories(
     converted positions by finite differences on the measured time grid.
 
     The steps, in the order in which their errors are raised: read the file (`_read`); find the mapped columns
-    (`_mapped_columns`); check the conventions against the coordinates (`_convention`); check that the columns
-    have the same number of rows and finite values (`_check_rows`); convert to SI units (`_time_seconds`,
-    `_coordinates_si`, `_inputs_array`); split into episodes (`_episodes`); check each episode's time and build
-    its trajectory (`_episode_trajectory`: unwrap, convert, derive velocities, resample).
+    (`_mapped_columns`); check the mapping's units against the file's (`_check_units`); check the conventions
+    against the coordinates (`_convention`); check that the columns have the same number of rows and finite
+    values (`_check_rows`); convert to SI units (`_time_seconds`, `_coordinates_si`, `_inputs_array`) and check
+    that the values fit `dtype` (`_check_magnitude`: the loss squares them, so |x| ≤ √max, 1.8e19 in float32);
+    split into episodes (`_episodes`); check each episode's time and build its trajectory
+    (`_episode_trajectory`: unwrap, convert, derive velocities, resample); check that read velocities are the
+    rate of the positions (`_check_velocities`).
 
     Raises:
         FileNotFoundError: no such file.
@@ -230,17 +389,118 @@ def load_trajectories(
         mapping = ColumnMapping.from_dict(mapping)
     table = _read(str(path))
     cols = _mapped_columns(table, mapping, system, angles)
+    _check_roles(table, mapping)
+    _check_units(table, mapping)
     conv = _convention(table, mapping, cols)
     rows = _check_rows(table, mapping, cols)
     t = _time_seconds(table, mapping, cols.time, rows)
     q, qd = _coordinates_si(table, mapping, cols)
     u = _inputs_array(cols, rows, system)
+    _check_magnitude(table, cols.position_columns, q, dtype)
+    if qd is not None:
+        _check_magnitude(table, cols.velocity_columns, qd, dtype)
+    _check_magnitude(table, cols.input_columns, u, dtype)
     if conv is not None:
         u = u * conv.input_sign
-    return [
+    trajs = [
         _episode_trajectory(table, mapping, cols, conv, label, idx, t, q, qd, u)
         for label, idx in _episodes(cols.episode, rows)
     ]
+    if cols.velocities is not None:
+        _check_velocities(table, cols, trajs)
+    return trajs
+
+
+# Read velocities are compared with the positions' motion over spans this long (at least one step): long enough
+# that the integral of q̇ averages its noise out, short enough that it does not drift.
+_VELOCITY_SPAN = 0.1
+# The positions' increments over a span must be 1/2 to 2 times, and correlate at least this well with, the
+# integral of the read velocities. Every shipped recording gives a ratio within 1 ± 0.01 and a correlation above
+# 0.99; a swapped column, a flipped sign, or a unit mixed up (deg vs rad/s, ms vs s) is far outside.
+_VELOCITY_RATIO = (0.5, 2.0)
+_VELOCITY_CORRELATION = 0.5
+
+
+def _velocity_fit(trajs: list[Trajectory], i: int, j: int) -> tuple[float, float] | None:
+    """How the increments of q_i over spans of `_VELOCITY_SPAN` follow those of ∫ q̇_j dt (trapezoidal), pooled
+    over the episodes: the least-squares ratio Δq ≈ r ∫q̇ and the correlation; None where q_i never moves."""
+    dq, di = [], []
+    for traj in trajs:
+        integral = np.concatenate(
+            [[0.0], np.cumsum(0.5 * (traj.qd[1:, j] + traj.qd[:-1, j]) * np.diff(traj.t))]
+        )
+        span = int(np.clip(round(_VELOCITY_SPAN / np.median(traj.dt)), 1, traj.n_rows - 1))
+        # A wrapped recording read with `unwrap: false` jumps by 2π; the loss compares angles modulo 2π too.
+        q = unwrap(traj.q[:, i]) if traj.angles[i] else traj.q[:, i]
+        dq.append(q[span:] - q[:-span])
+        di.append(integral[span:] - integral[:-span])
+    dq, di = np.concatenate(dq), np.concatenate(di)
+    if not np.any(dq):
+        return None
+    if not np.any(di):
+        return 0.0, 0.0
+    ratio = float(dq @ di / (di @ di))
+    # A constant rate (a steady drift) leaves only rounding noise to correlate: the ratio alone decides.
+    if dq.std() <= 1e-6 * np.abs(dq).mean() or di.std() <= 1e-6 * np.abs(di).mean():
+        return ratio, 1.0
+    return ratio, float(np.corrcoef(dq, di)[0, 1])
+
+
+def _check_velocities(table: _Table, cols: "_Columns", trajs: list[Trajectory]) -> None:
+    """Checks that each read velocity column is the rate of its position column: over short spans the position
+    moves as the velocity's integral (`_VELOCITY_RATIO`, `_VELOCITY_CORRELATION`).
+
+    This is what catches a mapping whose columns are in the wrong order, a velocity recorded with the other sign,
+    or positions and velocities in units that do not match (deg with rad/s, a time column in ms read as s).
+    """
+
+    def fits(fit):
+        lo, hi = _VELOCITY_RATIO
+        return fit is None or (lo <= fit[0] <= hi and fit[1] >= _VELOCITY_CORRELATION)
+
+    n = len(cols.coordinate_names)
+    for i in range(n):
+        fit = _velocity_fit(trajs, i, i)
+        if fits(fit):
+            continue
+        other = [
+            cols.velocity_columns[j]
+            for j in range(n)
+            if j != i
+            and _velocity_fit(trajs, i, j) is not None
+            and fits(_velocity_fit(trajs, i, j))
+        ]
+        hint = (
+            f"; velocity column {other[0]!r} fits it: are columns swapped in the mapping?"
+            if other
+            else "; check the mapping's column order, the sign and the units (deg vs rad/s, ms vs s)"
+        )
+        raise ValueError(
+            f"{table.path}: velocity column {cols.velocity_columns[i]!r} is not the rate of position column "
+            f"{cols.position_columns[i]!r} (coordinate {cols.coordinate_names[i]!r}): over "
+            f"{_VELOCITY_SPAN:g} s spans the position moves {fit[0]:.3g} × the velocity's integral "
+            f"(correlation {fit[1]:.2f}; expected 1){hint}, or derive the velocities from the positions "
+            f"(velocities: central)"
+        )
+
+
+def _check_magnitude(
+    table: _Table, names: list[str], x: Float[np.ndarray, "rows k"], dtype: str | np.dtype
+) -> None:
+    """Checks that every value (in SI) of the columns `names` squares without overflow in `dtype`.
+
+    The state loss squares errors in the run's precision: a value past √max (1.8e19 in float32) makes it inf,
+    and one past max (3.4e38) is inf already when cast. No recording in SI units comes near; a corrupt cell does.
+    """
+    limit = float(np.sqrt(np.finfo(dtype).max))
+    big = np.abs(x) > limit
+    if big.any():
+        i, j = (int(k[0]) for k in np.nonzero(big))
+        raise ValueError(
+            f"{table.path}: column {names[j]!r} {table.row(i)} is {x[i, j]:g} (in SI units): too large "
+            f"for {np.dtype(dtype).name} training, which squares values (|x| <= {limit:.2g}); a corrupt "
+            f"cell?"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,7 +554,7 @@ def _mapped_columns(
         velocity_columns=vel_names,
         inputs=inp,
         input_columns=in_names,
-        episode=table.get(mapping.episode, "episode") if mapping.episode is not None else None,
+        episode=_column(table, mapping.episode, "episode") if mapping.episode is not None else None,
         coordinate_names=tuple(system.coordinate_names) if system is not None else tuple(pos_names),
         input_names=tuple(system.input_names) if system is not None else tuple(in_names),
         angles=is_angle,
@@ -332,8 +592,8 @@ def _angle_flags(
     units = _declared_units(table, mapping)
     return tuple(
         isinstance(mapping.positions, tuple)
-        and parse_unit(units[c], f"{table.path}: column {c!r}")[0] == "angle"
-        if c in units
+        and parse_unit(units[table.name(c)], f"{table.path}: column {c!r}")[0] == "angle"
+        if table.name(c) in units
         else False
         for c in pos_names
     )

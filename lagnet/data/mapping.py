@@ -163,6 +163,15 @@ def _check_conventions(
     return sign, offsets, relative, absolute
 
 
+def _seconds(value: Any, key: str, where: str) -> float:
+    """`value` as a finite number of seconds; a `ValueError` naming `where.key` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where}.{key} must be a finite number (a step in s), got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}.{key} must be a finite number (a step in s), got {value!r}")
+    return float(value)
+
+
 def _names(value: Any, key: str, where: str) -> tuple[str, ...] | str:
     """`value` as a column name or a tuple of names; a `ValueError` naming `where.key` if it is neither."""
     if isinstance(value, str):
@@ -223,6 +232,17 @@ class ColumnMapping:
                 f"got {self.velocities!r}"
             )
 
+    def roles(self) -> dict[str, list[str]]:
+        """Each mapped column and what it is mapped to, e.g. {"x": ["positions[0]"], "t": ["time"]}."""
+        roles: dict[str, list[str]] = {}
+        for key in ("time", "positions", "velocities", "inputs", "episode"):
+            value = getattr(self, key)
+            if value is None or (key == "velocities" and self.derive_velocities):
+                continue
+            for i, name in enumerate((value,) if isinstance(value, str) else value):
+                roles.setdefault(name, []).append(key if isinstance(value, str) else f"{key}[{i}]")
+        return roles
+
     @property
     def offset_values(self) -> dict[str, float]:
         """`offsets` in SI (rad or m), by coordinate name: "pi" → π, "180 deg" → π."""
@@ -259,21 +279,23 @@ class ColumnMapping:
                     raise ValueError(f"{where}.{key} must be a column name, got {d[key]!r}")
                 kwargs[key] = d[key]
         if d.get("dt") is not None:
-            kwargs["dt"] = float(d["dt"])
+            kwargs["dt"] = _seconds(d["dt"], "dt", where)
             kwargs.setdefault("time", None)
         if "units" in d:
             units = d["units"] or {}
             if not isinstance(units, Mapping) or not all(
-                isinstance(v, str) for v in units.values()
+                isinstance(k, str) and isinstance(v, str) for k, v in units.items()
             ):
                 raise ValueError(
                     f"{where}.units must map column names to unit strings, got {units!r}"
                 )
             kwargs["units"] = dict(units)
         if "unwrap" in d:
-            kwargs["unwrap"] = bool(d["unwrap"])
+            if not isinstance(d["unwrap"], bool):
+                raise ValueError(f"{where}.unwrap must be true or false, got {d['unwrap']!r}")
+            kwargs["unwrap"] = d["unwrap"]
         if d.get("resample") is not None:
-            kwargs["resample"] = float(d["resample"])
+            kwargs["resample"] = _seconds(d["resample"], "resample", where)
         conventions = _check_conventions(*(d.get(key) for key in CONVENTIONS), where)
         kwargs.update(
             (key, value) for key, value in zip(CONVENTIONS, conventions, strict=True) if value

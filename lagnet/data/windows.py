@@ -120,6 +120,10 @@ class WindowDataset(eqx.Module):
     The trajectories are concatenated; `starts` holds the row of every window that lies within one trajectory
     (every `stride` rows). `dt[r]` is the measured step from row r to r + 1 (0 at a trajectory's last row, which
     no window steps from).
+
+    A padded dataset (`padded`) has arrays of a fixed size whatever its horizon: windows of `k` steps of which the
+    first `steps` are trained on, and `starts[:count]` the valid windows. `steps` and `count` are arrays, so
+    datasets of different horizons padded alike share one compiled training program. Unpadded, both are None.
     """
 
     q: Float[Array, "rows n"]
@@ -129,9 +133,51 @@ class WindowDataset(eqx.Module):
     starts: Int[Array, " windows"]
     k: int = eqx.field(static=True)
     angles: tuple[bool, ...] = eqx.field(static=True)
+    steps: Int[Array, ""] | None = None
+    count: Int[Array, ""] | None = None
 
     def __len__(self) -> int:
+        """The number of windows (padded: of window slots, `count` of which are windows)."""
         return int(self.starts.shape[0])
+
+    def padded(self, rows: int, windows: int, k: int) -> "WindowDataset":
+        """The same windows in arrays of `rows` rows and `windows` start slots, each window `k` steps long with
+        its first `self.k` steps to be trained on (`steps`): the layout a curriculum's stages share.
+
+        Rows past the data are zero; they are only ever read by steps beyond `steps`, which training holds
+        (`lagnet.train.loss.FirstSteps`) and does not score.
+        """
+        if self.count is not None:
+            raise ValueError("this WindowDataset is already padded")
+        n = len(self)
+        need = self.q.shape[0] - self.k + k  # the last window's start + k + 1
+        if k < self.k or windows < n or rows < need:
+            raise ValueError(
+                f"cannot pad {n} windows of {self.k} steps in {self.q.shape[0]} rows to {windows} windows of "
+                f"{k} steps in {rows} rows (needs at least {n} windows, {self.k} steps, {need} rows)"
+            )
+
+        def pad(x, length):
+            return jnp.concatenate([x, jnp.zeros((length - x.shape[0], *x.shape[1:]), x.dtype)])
+
+        return WindowDataset(
+            q=pad(self.q, rows),
+            qd=pad(self.qd, rows),
+            u=pad(self.u, rows),
+            dt=pad(self.dt, rows),
+            starts=pad(self.starts, windows),
+            k=k,
+            angles=self.angles,
+            steps=jnp.asarray(self.k, jnp.int32),
+            count=jnp.asarray(n, jnp.int32),
+        )
+
+    def epoch_batches(self, batch_size: int) -> int | Int[Array, ""]:
+        """How many of the rows of `epoch(key, batch_size)` are mini-batches to train on: ⌊n / batch_size⌋, at
+        least 1 (n the number of windows; a traced value for a padded dataset)."""
+        if self.count is None:
+            return max(len(self) // batch_size, 1)
+        return jnp.maximum(self.count // batch_size, 1)
 
     def window(self, start: Int[Array, ""]) -> Window:
         """The window that begins at row `start` (a traced integer is fine)."""
@@ -156,10 +202,20 @@ class WindowDataset(eqx.Module):
         Each window appears once. With `drop_last` the remainder (< batch_size windows) is left out, a different
         one each epoch; otherwise the last batch is filled by wrapping round to the first windows of the
         permutation. Reproducible from `key`, and jit-able (shapes depend only on len(self) and batch_size).
+        A padded dataset always returns max(len(self) // batch_size, 1) rows, of which the first
+        `epoch_batches(batch_size)` are its windows' batches as above (wrapping round when there are fewer
+        windows than `batch_size`, whatever `drop_last`).
         """
         n = len(self)
         if not 0 < batch_size:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if self.count is not None:
+            # The valid slots first, in random order; n_batches rows of which `epoch_batches` are trained on.
+            slots = jnp.arange(n)
+            order = jnp.argsort(jnp.where(slots < self.count, jax.random.uniform(key, (n,)), 2.0))
+            n_batches = max(n // batch_size, 1)
+            idx = jnp.arange(n_batches * batch_size) % self.count
+            return self.starts[order[idx]].reshape(n_batches, batch_size)
         perm = jax.random.permutation(key, self.starts)
         if drop_last:
             n_batches = n // batch_size

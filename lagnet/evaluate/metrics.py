@@ -53,20 +53,66 @@ def hold_errors(windows, angles):
     )
 
 
-def summarise_errors(errors, state_names) -> dict:
-    """Per state variable: mean/std/median of the per-window mean |error| over the horizon, and of the final step."""
+def horizon_errors(errors, ends):
+    """The error over each window up to its horizon, and at the horizon.
+
+        mean_w = (1 / K_w) Σ_{j < K_w} |e_wj|,    end_w = |e_w,K_w−1|,
+
+    with K_w = `ends[w]` the steps window w needs to reach the horizon (all equal for a horizon in steps).
+    `errors` (W, k, 2n) as from `window_errors`; returns two (W, 2n) arrays.
+    """
     e = np.asarray(errors)
-    per_window = e.mean(axis=1)
-    final = e[:, -1]
+    ends = np.asarray(ends, int)
+    inside = np.arange(e.shape[1])[None, :] < ends[:, None]
+    # np.where, not a product: steps past a window's end may be padding that is not finite.
+    mean = np.where(inside[..., None], e, 0.0).sum(1) / ends[:, None]
+    return mean, e[np.arange(e.shape[0]), ends - 1]
+
+
+def summarise_errors(errors, state_names, ends=None) -> dict:
+    """Per state variable: mean/std/median/quartiles of the per-window mean |error| up to the horizon, and the
+    same of the |error| at the horizon (`final_*`). `ends`: the steps each window needs (default: all of them)."""
+    e = np.asarray(errors)
+    ends = np.full(e.shape[0], e.shape[1]) if ends is None else ends
+    per_window, final = horizon_errors(e, ends)
     out = {}
     for i, name in enumerate(state_names):
-        out[name] = {
-            "mean": float(per_window[:, i].mean()),
-            "std": float(per_window[:, i].std()),
-            "median": float(np.median(per_window[:, i])),
-            "final_mean": float(final[:, i].mean()),
-        }
+        out[name] = {}
+        for prefix, v in (("", per_window[:, i]), ("final_", final[:, i])):
+            out[name] |= {
+                f"{prefix}mean": float(v.mean()),
+                f"{prefix}std": float(v.std()),
+                f"{prefix}median": float(np.median(v)),
+                f"{prefix}p25": float(np.percentile(v, 25)),
+                f"{prefix}p75": float(np.percentile(v, 75)),
+            }
     return out
+
+
+def error_versus_time(
+    errors, elapsed, lengths=None, points: int = 200
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mean |error| over windows against the time since the windows' start, on a log-spaced time grid.
+
+    Each window's error is interpolated linearly in time (from 0 at t = 0: the rollout starts at the measured
+    state) and averaged over the windows that reach that time, so recordings at different sample rates are
+    compared at equal times, not at equal step counts. `errors` (W, k, 2n), `elapsed` (W, k); `lengths` (W,)
+    each window's own steps (default k). The grid ends where the shortest window ends.
+    Returns (t, mean_error) of shapes (P,) and (P, 2n).
+    """
+    e, el = np.asarray(errors), np.asarray(elapsed)
+    lengths = np.full(e.shape[0], e.shape[1]) if lengths is None else np.asarray(lengths)
+    # Up to the time every window reaches, so each point is a mean over all windows.
+    t = np.geomspace(el[:, 0].min(), el[np.arange(len(lengths)), lengths - 1].min(), points)
+    total = np.zeros((points, e.shape[2]))
+    count = np.zeros(points)
+    for w, n in enumerate(lengths):
+        reach = t <= el[w, n - 1]
+        times = np.concatenate([[0.0], el[w, :n]])
+        for i in range(e.shape[2]):
+            total[reach, i] += np.interp(t[reach], times, np.concatenate([[0.0], e[w, :n, i]]))
+        count += reach
+    return t, total / np.maximum(count, 1)[:, None]
 
 
 def energy_error(energy_fn, qs, qds):
@@ -79,9 +125,13 @@ def energy_error(energy_fn, qs, qds):
 
 
 def reversibility_error(model, integrator, q0, qd0, us, dt):
-    """Run `steps` forward, then the same inputs reversed with −dt: the distance from the start."""
-    qs, qds = rollout(model, integrator, q0, qd0, us, dt)
-    qb, qdb = rollout(model, integrator, qs[-1], qds[-1], us[::-1], -jnp.asarray(dt))
+    """Run `steps` forward, then the same inputs reversed with −dt: the distance from the start,
+
+    max_i |q_back,i − q0,i| + max_i |q̇_back,i − q̇0,i|   (mixed units; 0 for a time-reversible method
+    on conservative dynamics; friction and learned damping make it large by design; NaN if a rollout fails).
+    """
+    qs, qds = rollout(model, integrator, q0, qd0, us, dt, throw=False)
+    qb, qdb = rollout(model, integrator, qs[-1], qds[-1], us[::-1], -jnp.asarray(dt), throw=False)
     return jnp.max(jnp.abs(qb[-1] - q0)) + jnp.max(jnp.abs(qdb[-1] - qd0))
 
 

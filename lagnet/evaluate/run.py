@@ -1,6 +1,8 @@
-"""`lagnet evaluate`: the paper's window errors (Figure 4), a long rollout (Figure 3), energy, and a report."""
+"""`lagnet evaluate`: window errors at one or several horizons (the paper's Figure 4), the error against the
+horizon, a long rollout (Figure 3) with its physics, figures and a report."""
 
 import os
+import tempfile
 
 import equinox as eqx
 import jax
@@ -8,13 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..data.windows import make_windows
+from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horizon
 from ..models import PINODE
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
 from ..systems.base import AbstractLagrangianDynamics
 from .metrics import (
     energy_error,
+    error_versus_time,
     hold_errors,
     reversibility_error,
     state_abs_error,
@@ -24,28 +27,52 @@ from .metrics import (
 )
 
 
-def select_windows(trajs, horizon: int, count: int, seed: int, dtype):
-    """`count` windows of `horizon` steps from measured data, start rows drawn without replacement (seeded)."""
-    data = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
-    rng = np.random.default_rng(seed)
-    n = len(data)
-    idx = np.sort(rng.choice(n, size=min(count, n), replace=False))
-    return data.batch(jnp.asarray(np.asarray(data.starts)[idx]))
-
-
 def load_eval_data(config, system, paths=None):
     """The evaluation recordings: `paths`, else the config's test files, else its training files."""
     paths = paths or config.data.test or config.data.train
     return load_recordings(config, system, paths), paths
 
 
+def check_writable(folder: str, what: str) -> None:
+    """Fail before any work when `folder` cannot take the evaluation's files (read-only, a file, no space)."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError(f"{what} {folder} is a file, not a folder: give --out a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ValueError(
+            f"cannot write the evaluation to {folder}: {e.strerror or e} (give --out a writable folder)"
+        ) from None
+
+
 def window_error_samples(model, known_model, integrator, windows, angles) -> dict:
-    """Per-window |error| of the model, of the known physics alone and of holding the initial state."""
+    """Per-window |error| (W, k, 2n) of the model, of the known physics alone and of holding the initial state."""
     return {
         "model": eqx.filter_jit(window_errors)(model, integrator, windows, angles),
         "known physics": eqx.filter_jit(window_errors)(known_model, integrator, windows, angles),
         "hold initial state": hold_errors(windows, angles),
     }
+
+
+def horizon_metrics(errs: dict, cut: EvaluationWindows, names) -> list[dict]:
+    """For each horizon: its windows' step counts and, per prediction, the window-mean and end errors."""
+    out = []
+    for h, ends in zip(cut.horizons, cut.ends, strict=True):
+        out.append(
+            {
+                "label": h.label,
+                "seconds": h.seconds,
+                "steps": h.steps,
+                "mean_steps": float(ends.mean()),
+                "min_steps": int(ends.min()),
+                "max_steps": int(ends.max()),
+                "mean_seconds": float(cut.elapsed[np.arange(len(ends)), ends - 1].mean()),
+                "errors": {k: summarise_errors(v, names, ends) for k, v in errs.items()},
+            }
+        )
+    return out
 
 
 def long_rollout(model, known_model, integrator, w, spread, names, angles) -> tuple[dict, dict]:
@@ -63,13 +90,16 @@ def long_rollout(model, known_model, integrator, w, spread, names, angles) -> tu
     # Without input the energy of a passive model can only fall: its drift rate says how fast.
     unforced = roll(model, integrator, w.q[0], w.qd[0], jnp.zeros_like(w.u), w.dt)
     _, _, unforced_drift = energy_error(energy, unforced.qs, unforced.qds)
+    steps = int(w.dt.shape[0])
     metrics = {
-        "steps": int(w.dt.shape[0]),
+        "steps": steps,
+        "seconds": float(t[-1]),
         "ok": bool(sol.ok),
         "failed_step": int(sol.failed_step),
         "mean_abs_error": dict(zip(names, np.asarray(err.mean(0)).tolist(), strict=True)),
         "valid_prediction_time_s": float(t[vpt]),  # vpt ≤ steps: t has steps + 1 entries
-        "valid_prediction_tolerance": "normalised RMS state error (by the data's spread) below 0.5",
+        "valid_for_whole_rollout": vpt == steps,
+        "valid_prediction_tolerance": "normalised RMS state error (each variable over its spread in the data) ≤ 0.5",
         "energy_error_max": float(jnp.max(jnp.abs(e_model - e_measured))),
         "unforced_energy_drift_per_s": float(unforced_drift / jnp.mean(w.dt)),
         "reversibility_error": float(
@@ -80,37 +110,54 @@ def long_rollout(model, known_model, integrator, w, spread, names, angles) -> tu
     return metrics, traces
 
 
-def write_figures(metrics, errs, traces, w, model, trajs, names, horizon, out_dir) -> None:
-    """The figures (window-error histograms, long rollout, phase portrait, energy, learned parts) and report.md."""
+def write_figures(metrics, errs, cut, traces, w, model, trajs, out_dir) -> dict:
+    """The figures: window-error histograms, error against horizon, long rollout, phase portrait, energy,
+    learned parts. Returns label → path."""
     from .plots import (
         plot_energy,
+        plot_error_versus_horizon,
         plot_histograms,
         plot_learned_parts,
         plot_long_rollout,
         plot_phase_portrait,
     )
-    from .report import write_report
+    from .report import prediction_labels
 
+    units = metrics["units"]
+    labels = prediction_labels(metrics)
     t, sol, known = traces["t"], traces["model"], traces["known"]
     q, qd = np.asarray(w.q), np.asarray(w.qd)
+    first = metrics["horizons"][0]
+    ends = cut.ends[0]
     figs = {
-        "histograms": plot_histograms(
-            errs, names, os.path.join(out_dir, "window_errors.png"), horizon
+        "window errors": plot_histograms(
+            {labels[k]: v for k, v in errs.items()},
+            ends,
+            units,
+            os.path.join(out_dir, "window_errors.png"),
+            f"{first['label']}, {metrics['windows']} windows",
         ),
-        "long_rollout": plot_long_rollout(
+        "error against horizon": plot_error_versus_horizon(
+            {labels[k]: v for k, v in metrics["error_vs_time"]["errors"].items()},
+            np.asarray(metrics["error_vs_time"]["t"]),
+            units,
+            [h["mean_seconds"] for h in metrics["horizons"]],
+            os.path.join(out_dir, "error_vs_horizon.png"),
+        ),
+        "long rollout": plot_long_rollout(
             t,
             q,
             qd,
-            {"model": (sol.qs, sol.qds), "known physics": (known.qs, known.qds)},
-            names,
+            {labels["model"]: (sol.qs, sol.qds), "known physics": (known.qs, known.qds)},
+            units,
             os.path.join(out_dir, "long_rollout.png"),
         ),
-        "phase_portrait": plot_phase_portrait(
+        "phase portrait": plot_phase_portrait(
             q,
             qd,
             np.asarray(sol.qs),
             np.asarray(sol.qds),
-            model.system,
+            units,
             os.path.join(out_dir, "phase_portrait.png"),
         ),
         "energy": plot_energy(
@@ -120,60 +167,137 @@ def write_figures(metrics, errs, traces, w, model, trajs, names, horizon, out_di
             os.path.join(out_dir, "energy.png"),
         ),
     }
-    learned = plot_learned_parts(model, trajs, os.path.join(out_dir, "learned_force.png"))
+    learned = plot_learned_parts(model, trajs, units, os.path.join(out_dir, "learned_force.png"))
     if learned is not None:
-        figs["learned_parts"] = learned
-    write_report(metrics, figs, os.path.join(out_dir, "report.md"))
+        figs["learned parts"] = learned
+    return figs
+
+
+def _windows_description(count, stride, starts, seed) -> str:
+    if starts is not None:
+        return f"windows starting at {', '.join(f'{s:g}' for s in starts)} s of each recording"
+    if stride is not None:
+        return f"windows starting every {stride.label} of each recording"
+    return f"windows drawn at random (seed {seed}) from all start samples"
 
 
 def evaluate_run(
-    run_dir: str, data_paths=None, out_dir=None, *, plots: bool = True, progress=True
+    run_dir: str,
+    data_paths=None,
+    out_dir=None,
+    *,
+    plots: bool = True,
+    progress=True,
+    horizons=None,
+    windows: int | None = None,
+    stride=None,
+    starts=None,
+    long_horizon=None,
 ) -> dict:
-    """Evaluate a trained run on its test data (or `data_paths`); write metrics.json, figures and report.md."""
-    bar = tqdm(
-        total=5 if plots else 4, desc=f"evaluate {run_dir}", disable=not progress, unit="stage"
-    )
+    """Evaluate a trained run on its test data (or `data_paths`); write metrics.json, report.md and figures.
+
+    Arguments:
+        horizons: prediction horizons, each seconds ('0.5s', '500ms') or steps (30, '30'); default the config's
+            `evaluation.horizon` steps. All are measured on the same windows (cut for the longest).
+        windows: how many windows, drawn at random (default the config's `evaluation.windows`); or
+        stride: a window every stride seconds/steps of each recording; or
+        starts: windows starting at these times (seconds from each recording's start).
+        long_horizon: the long rollout's length, seconds or steps (default the config's `evaluation.long_horizon`).
+    """
     run = load_run(run_dir)
     model, config, integrator = run.model, run.config, run.integrator
     out_dir = out_dir or os.path.join(run_dir, "evaluation")
-    os.makedirs(out_dir, exist_ok=True)
+    check_writable(out_dir, "the evaluation folder")
+    ec = config.evaluation
+    horizons = [
+        h if isinstance(h, Horizon) else parse_horizon(h, "horizon")
+        for h in (horizons or [ec.horizon])
+    ]
+    stride = (
+        parse_horizon(stride, "stride")
+        if stride is not None and not isinstance(stride, Horizon)
+        else stride
+    )
+    long_h = (
+        long_horizon
+        if isinstance(long_horizon, Horizon)
+        else parse_horizon(
+            long_horizon if long_horizon is not None else ec.long_horizon, "long horizon"
+        )
+    )
+    if stride is None and starts is None and windows is None:
+        windows = ec.windows
+    bar = tqdm(total=4, desc=f"evaluate {run_dir}", disable=not progress, unit="stage")
     dtype = jnp.dtype(config.dtype)
     system = model.system
     trajs, paths = load_eval_data(config, system, data_paths)
-    ec = config.evaluation
-    windows = select_windows(trajs, ec.horizon, ec.windows, config.seed, dtype)
+    cut = cut_windows(
+        trajs,
+        horizons,
+        count=windows,
+        stride=stride,
+        start_times=starts,
+        seed=config.seed,
+        dtype=dtype,
+    )
     names, angles = system.state_names, system.angles
     # The known mechanics alone, fed the same (history-extended) inputs as the model.
     known_model = PINODE(system, input_history=config.model.input_history)
 
     bar.update()
     bar.set_postfix_str("window errors")
-    errs = window_error_samples(model, known_model, integrator, windows, angles)
+    errs = window_error_samples(model, known_model, integrator, cut.windows, angles)
+    per_horizon = horizon_metrics(errs, cut, names)
+    t_curve, _ = error_versus_time(errs["model"], cut.elapsed, cut.lengths)
     metrics = {
         "run": run_dir,
         "model_type": config.model.type,
         "integrator": config.integrator.name,
-        "data": paths,
-        "windows": int(windows.q.shape[0]),
-        "horizon": ec.horizon,
-        "errors": {k: summarise_errors(v, names) for k, v in errs.items()},
+        "system": config.system.name,
+        "data": list(paths),
+        "units": system.state_units,
+        "windows": len(cut.sources),
+        "window_selection": _windows_description(windows, stride, starts, config.seed),
+        # The first horizon's errors stay at the top level (what `lagnet compare` and older readers use).
+        "horizon": per_horizon[0]["label"],
+        "errors": per_horizon[0]["errors"],
+        "horizons": per_horizon,
+        "error_vs_time": {
+            "t": t_curve.tolist(),
+            "errors": {
+                k: dict(
+                    zip(
+                        names,
+                        error_versus_time(v, cut.elapsed, cut.lengths)[1].T.tolist(),
+                        strict=True,
+                    )
+                )
+                for k, v in errs.items()
+            },
+        },
     }
 
     bar.update()
     bar.set_postfix_str("long rollout")
-    w = jax.tree_util.tree_map(
-        lambda x: x[0], select_windows(trajs, ec.long_horizon, 1, config.seed, dtype)
-    )
-    spread = jnp.concatenate([jnp.std(windows.q[:, 0], 0), jnp.std(windows.qd[:, 0], 0)])
+    long_cut = cut_windows(trajs, [long_h], count=1, seed=config.seed, dtype=dtype)
+    w = jax.tree_util.tree_map(lambda x: x[0], long_cut.windows)
+    spread = jnp.concatenate([jnp.std(cut.windows.q[:, 0], 0), jnp.std(cut.windows.qd[:, 0], 0)])
     metrics["long_rollout"], traces = long_rollout(
         model, known_model, integrator, w, spread, names, angles
     )
+    metrics["long_rollout"]["start"] = long_cut.sources[0]
     save_json(os.path.join(out_dir, "metrics.json"), metrics)
     bar.update()
+    figures = {}
     if plots:
         bar.set_postfix_str("figures")
-        write_figures(metrics, errs, traces, w, model, trajs, names, ec.horizon, out_dir)
-        bar.update()
+        figures = write_figures(metrics, errs, cut, traces, w, model, trajs, out_dir)
+    from .report import write_report
+
+    write_report(metrics, figures, os.path.join(out_dir, "report.md"))
     bar.update()
     bar.close()
+    metrics["written"] = [os.path.join(out_dir, f) for f in ("metrics.json", "report.md")] + list(
+        figures.values()
+    )
     return metrics

@@ -3,21 +3,42 @@
 No pickle anywhere: a model is rebuilt from its config and only its array leaves are read from disk.
 """
 
+import hashlib
+import io
 import json
 import math
 import os
+import stat
 import tempfile
 
 import equinox as eqx
 import jax
 import yaml
 
+TMP_PREFIX = ".tmp-"
+
+
+def _new_file_mode(path: str) -> int:
+    """The mode `open(path, "w")` would give: an existing file's own, else 0o666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        # The umask can only be read by setting it; it is restored at once.
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
 
 def atomic_write(path: str, write) -> None:
-    """Write through a temporary file in the same folder, fsync, then rename: a crash leaves the old file."""
+    """Write through a temporary file in the same folder, fsync, then rename: a crash leaves the old file.
+
+    The file gets the mode a plain `open` would give (mkstemp's own 0600 would hide a run from colleagues).
+    """
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    mode = _new_file_mode(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX, suffix=os.path.basename(path))
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -27,6 +48,46 @@ def atomic_write(path: str, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def remove_orphans(folder: str) -> list[str]:
+    """Delete the temporary files a killed `atomic_write` left in `folder`; returns their names.
+
+    Call it only where no other process writes into `folder` at the same time (a run's own writer does).
+    """
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(TMP_PREFIX)]
+    except FileNotFoundError:
+        return []
+    for name in names:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except FileNotFoundError:
+            pass
+    return names
+
+
+def write_bytes(path: str, content: bytes) -> None:
+    atomic_write(path, lambda f: f.write(content))
+
+
+def tree_bytes(tree) -> bytes:
+    """The equinox leaf serialisation of `tree`, as the bytes a checkpoint file holds."""
+    buf = io.BytesIO()
+    eqx.tree_serialise_leaves(buf, tree)
+    return buf.getvalue()
+
+
+def sha256_file(path: str) -> str | None:
+    """The SHA-256 of a file's bytes (hex), or None if there is no such file."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        return None
+    return digest.hexdigest()
 
 
 def save_tree(path: str, tree) -> None:
@@ -58,11 +119,14 @@ def _finite_or_null(obj):
     return obj
 
 
+def json_ready(obj):
+    """`obj` as `save_json` then reading it back gives it: lists for tuples, None for non-finite numbers."""
+    return _finite_or_null(json.loads(json.dumps(obj, default=float)))
+
+
 def save_json(path: str, obj) -> None:
     """Strict JSON (non-finite numbers written as null), atomically."""
-    text = json.dumps(
-        _finite_or_null(json.loads(json.dumps(obj, default=float))), indent=2, allow_nan=False
-    )
+    text = json.dumps(json_ready(obj), indent=2, allow_nan=False)
     atomic_write(path, lambda f: f.write(text.encode()))
 
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import warnings
 
 import equinox as eqx
 import jax
@@ -10,6 +11,7 @@ import jax.numpy as jnp
 from ..config import Config, build_integrator, build_model, build_system, load_config
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
+from .checkpoints import DamagedManifest, check_model_file
 from .files import load_tree
 from .spec import RunSpec
 
@@ -70,13 +72,25 @@ def split_checkpoint_path(path: str, which: str = "best") -> tuple[str, str]:
 
 def load_run(path: str, which: str = "best", *, dtype: str | None = None) -> Run:
     """The run in directory `path` (or a checkpoint file `RUN/checkpoints/NAME.eqx`), with the leaves of
-    checkpoints/<which>.eqx. `dtype` casts the model (default: the run's own precision)."""
+    checkpoints/<which>.eqx. `dtype` casts the model (default: the run's own precision).
+
+    best.eqx and last.eqx are checked against the newest committed training state (their SHA-256 in the
+    checkpoint manifest): in a finished run a mismatch is a ValueError, in an interrupted one a warning
+    (`lagnet.run.checkpoints.check_model_file`)."""
     run_dir, which = split_checkpoint_path(path, which)
     config = read_config(run_dir)
     spec = RunSpec.read(run_dir)
     check_precision(spec.dtype, f"the run {run_dir}")
+    folder = os.path.join(run_dir, "checkpoints")
+    try:
+        # A save cut short by a kill may leave best.eqx/last.eqx behind the committed training state.
+        check_model_file(
+            folder, f"{which}.eqx", finished=os.path.exists(os.path.join(run_dir, "summary.json"))
+        )
+    except DamagedManifest as e:
+        warnings.warn(f"{e}; loading {which}.eqx unchecked", stacklevel=2)
     model = load_tree(
-        os.path.join(run_dir, "checkpoints", f"{which}.eqx"),
+        os.path.join(folder, f"{which}.eqx"),
         model_skeleton(config, jnp.dtype(spec.dtype)),
     )
     if dtype is not None:

@@ -1,6 +1,7 @@
 """A config's recordings as its model consumes them: mapped, extended by the input history, steps checked."""
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def load_recordings(config: Config, system: AbstractSystem, paths) -> list[Traje
     history = InputHistory(system.n_inputs, config.model.input_history)
     trajs = []
     for path in paths:
-        loaded = load_trajectories(path, config.data.mapping, system=system)
+        loaded = load_trajectories(path, config.data.mapping, system=system, dtype=config.dtype)
         declared = config.integrator.dt
         if declared is not None and loaded:
             step = measured_step(loaded)
@@ -67,3 +68,48 @@ def sample_statistics(trajs: list[Trajectory], *, window: float = DEFAULT_WINDOW
     qdd = np.concatenate([smoothed_derivative(t.qd, t.t, window) for t in trajs])
     u = np.concatenate([t.u for t in trajs])
     return {"q": q, "qd": qd, "qdd": qdd, "u": u}
+
+
+def check_enough_samples(
+    config: Config,
+    recordings: list[Trajectory],
+    train: list[Trajectory],
+    validation: list[Trajectory],
+) -> None:
+    """Checks that the `train` part of the training `recordings` holds a window of the longest training horizon,
+    and `validation` one of the validation horizon unless `data.validation_fraction` is 0: else a `ConfigError`
+    that says how many samples are needed. (With no validation window, the training loss would silently stand in
+    for the validation loss.)"""
+    tc, dc = config.training, config.data
+    rows = max((t.n_rows for t in recordings), default=0)
+    step = measured_step(recordings) if rows > 1 else None
+    h = tc.longest_horizon
+    if max((t.n_rows for t in train), default=0) < h + 1:
+        cut = f" (after data.max_duration = {dc.max_duration:g} s)" if dc.max_duration else ""
+        need = "" if step is None else f", {h * step:.3g} s at the measured step of {step:g} s"
+        raise ConfigError(
+            f"the training data{cut} leave no window of {h} step(s) (the longest training horizon): the "
+            f"longest recording has {rows} sample(s); a window needs {h + 1} consecutive samples{need}"
+            + (
+                f", in the part left after holding out data.validation_fraction = {v:g}"
+                if (v := dc.validation_fraction) > 0 and not dc.validation
+                else ""
+            )
+        )
+    val_h = tc.validation_horizon or h
+    if (dc.validation or dc.validation_fraction > 0) and not any(
+        t.n_rows >= val_h + 1 for t in validation
+    ):
+        if dc.validation:
+            raise ConfigError(
+                f"data.validation {dc.validation} hold no window of {val_h} step(s) "
+                f"(training.validation_horizon): that needs {val_h + 1} consecutive samples"
+            )
+        need = math.ceil((val_h + 1) / dc.validation_fraction)
+        raise ConfigError(
+            f"{rows} samples are too few to hold out data.validation_fraction = "
+            f"{dc.validation_fraction:g} for validation: a validation window of {val_h} step(s) needs "
+            f"{val_h + 1} held-out samples, so a recording of at least about {need} samples; add data, give "
+            f"data.validation files, or set data.validation_fraction: 0.0 (the training loss then picks the "
+            f"best epoch)"
+        )

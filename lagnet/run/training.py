@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
 import warnings
 
@@ -20,17 +21,26 @@ import optax
 
 from .. import parallel
 from .._version import __version__
-from ..config import Config, ConfigError, build_integrator, build_model, build_system, load_config
+from ..config import Config, ConfigError, build_integrator, build_model, build_system
 from ..config.sources import source_file, split_source
 from ..data.windows import make_windows, split_by_file, split_by_time
 from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
 from ..train.fit import Callback, TrainingDiverged, TrainState, fit
 from ..train.loss import StateLoss
 from .checkpoints import Checkpoints
-from .files import atomic_write, save_json, save_tree, save_yaml
+from .files import (
+    atomic_write,
+    json_ready,
+    remove_orphans,
+    save_json,
+    save_yaml,
+    sha256_file,
+    tree_bytes,
+    write_bytes,
+)
 from .load import CONFIG_FILE, as_dtype, check_precision
-from .recordings import load_recordings, measured_step, sample_statistics
-from .spec import RunSpec
+from .recordings import check_enough_samples, load_recordings, measured_step, sample_statistics
+from .spec import SPEC_FILE, RunSpec
 
 
 @dataclasses.dataclass
@@ -60,7 +70,9 @@ def load_training_data(config: Config, system):
         trajs = kept
     if dc.validation:
         # Whole held-out recordings: the validation loss then measures other runs, as a test set does.
-        return trajs, load_recordings(config, system, dc.validation)
+        validation = load_recordings(config, system, dc.validation)
+        check_enough_samples(config, trajs, trajs, validation)
+        return trajs, validation
     v = dc.validation_fraction
     if v > 0 and len(trajs) >= 10:
         # Many short episodes (e.g. sampled pairs of states): hold out whole episodes.
@@ -69,6 +81,7 @@ def load_training_data(config: Config, system):
         splits = split_by_time(trajs, {"train": 1 - v, "validation": v})
     else:
         splits = {"train": trajs, "validation": []}
+    check_enough_samples(config, trajs, splits["train"], splits["validation"])
     return splits["train"], splits["validation"]
 
 
@@ -101,9 +114,10 @@ def make_loss(config: Config, system, stats) -> StateLoss:
 
 
 def make_optimizer(config: Config, steps_per_epoch: int) -> optax.GradientTransformation:
-    """The config's optimiser: Adam or AdamW, a learning-rate schedule over all steps, optional clipping."""
+    """The config's optimiser: Adam or AdamW, a learning-rate schedule over all steps (the epochs', or
+    `training.max_steps` when fewer), optional clipping."""
     tc = config.training
-    total = max(tc.epochs * steps_per_epoch, 1)
+    total = max(min(tc.epochs * steps_per_epoch, tc.max_steps or np.inf), 1)
     lr = tc.learning_rate
     if tc.schedule == "cosine":
         schedule = optax.cosine_decay_schedule(lr, total)
@@ -131,35 +145,34 @@ def data_parallel_mesh(setting, batch_size: int):
 
 
 def check_output_dir(run_dir: str, min_free_bytes: int = 20_000_000) -> None:
-    """Fail before any work if the run directory cannot be written or its disk is (nearly) full."""
+    """Fail before any work if the run directory cannot be written or its disk is (nearly) full.
+
+    Probes the run directory, or its nearest existing parent, without creating either: a run that fails
+    validation afterwards leaves nothing behind.
+    """
+    folder = os.path.abspath(run_dir)
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
     try:
-        os.makedirs(os.path.join(run_dir, "checkpoints"), exist_ok=True)
-        probe = os.path.join(run_dir, f".write-test-{jax.process_index()}")
-        with open(probe, "wb") as f:
-            f.write(b"0" * 4096)
-            f.flush()
-            os.fsync(f.fileno())
-        os.unlink(probe)
+        if not os.path.isdir(folder):
+            raise NotADirectoryError(0, f"{folder} is a file")
+        probe = os.path.join(folder, f".write-test-{os.getpid()}-{jax.process_index()}")
+        try:
+            with open(probe, "wb") as f:
+                f.write(b"0" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            if os.path.exists(probe):
+                os.unlink(probe)
     except OSError as e:
         raise ValueError(f"run directory {run_dir!r} is not writable: {e.strerror or e}") from None
-    free = shutil.disk_usage(run_dir).free
+    free = shutil.disk_usage(folder).free
     if free < min_free_bytes:
         raise ValueError(
             f"run directory {run_dir!r}: only {free / 1e6:.1f} MB free on its disk; "
             f"training needs at least {min_free_bytes / 1e6:.0f} MB for checkpoints"
         )
-
-
-def config_differences(now: dict, before: dict, prefix: str = "") -> list[str]:
-    """`key.path: old in the run, new now` for every value that differs between two config dicts."""
-    out = []
-    for k in sorted(set(now) | set(before)):
-        va, vb = now.get(k), before.get(k)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += config_differences(va, vb, f"{prefix}{k}.")
-        elif va != vb:
-            out.append(f"{prefix}{k}: {vb!r} in the run, {va!r} now")
-    return out
 
 
 SYSTEM_DIR = "system"
@@ -198,54 +211,161 @@ def _saved_config(config: Config) -> dict:
     return out
 
 
-def _same_source(a: str | None, b: str | None) -> bool:
-    """Whether two system sources are the same code: equal module names, or files with equal bytes."""
-    files = (source_file(a) if a else None, source_file(b) if b else None)
-    if None in files:
-        return a == b
-    if split_source(a)[1] != split_source(b)[1]:
-        return False
+def run_identity(config: Config) -> dict:
+    """What makes checkpoints a run's own: its config (all but the budget `training.epochs | max_steps |
+    max_seconds`, which a resume may raise),
+    the bytes of its system source file and of every training and validation data file.
+
+    Recorded in the checkpoint manifest with every state, so `--resume` compares against the run that wrote the
+    states, not against a config.yaml that a later (killed) run may have replaced.
+    """
+    saved = config.to_dict()
+    # The budget may grow on a resume (train longer); everything else decides what the states are.
+    for budget in ("epochs", "max_steps", "max_seconds"):
+        saved["training"].pop(budget, None)
+    source = config.system.source
+    path = None if source is None else source_file(source)
+    if path is not None:
+        # Where the source lives may change (the run keeps a copy); what it holds may not.
+        saved["system"]["source"] = {
+            "file": os.path.basename(path),
+            "function": split_source(source)[1],
+            "sha256": (sha256_file(path) or "missing")[:16],
+        }
+    # 64 bits of each file's SHA-256 tell the files apart and keep the message of a difference readable.
+    data = {
+        role: [(sha256_file(p) or "missing")[:16] for p in paths]
+        for role, paths in (("train", config.data.train), ("validation", config.data.validation))
+    }
+    return json_ready({**saved, "data_sha256": data})
+
+
+# What a run directory holds: `--overwrite` removes exactly these, and refuses a folder with anything else.
+RUN_ENTRIES = (
+    CONFIG_FILE,
+    SPEC_FILE,
+    "metrics.jsonl",
+    "summary.json",
+    "checkpoints",
+    "evaluation",
+    SYSTEM_DIR,
+)
+
+
+def check_run_target(run_dir: str, *, resume: bool, overwrite: bool) -> list[str]:
+    """Refuse to train into a folder that holds a run, unless resuming it or told to overwrite it.
+
+    Returns the entries `--overwrite` will remove (only once everything else is checked). Reads only.
+    """
+    if resume and overwrite:
+        raise ValueError("--resume continues a run and --overwrite replaces it: give one of them")
     try:
-        with open(files[0], "rb") as fa, open(files[1], "rb") as fb:
-            return fa.read() == fb.read()
-    except OSError:
-        return False
+        entries = sorted(os.listdir(run_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        entries = []
+    if resume:
+        if CONFIG_FILE not in entries:
+            raise FileNotFoundError(
+                f"cannot resume {run_dir}: no {CONFIG_FILE} (not a run directory)"
+            )
+        return []
+    if not entries:
+        return []
+    if not overwrite:
+        raise ValueError(
+            f"{run_dir} already holds a run ({', '.join(entries)}): pass --overwrite to replace it (its "
+            "checkpoints and evaluation/ are deleted), --resume to continue it, or --out another folder"
+        )
+    foreign = [e for e in entries if e not in RUN_ENTRIES and not e.startswith(".tmp-")]
+    if foreign:
+        raise ValueError(
+            f"{run_dir} holds files that lagnet did not write ({', '.join(foreign)}), so --overwrite would "
+            "not replace a run: move them away, or choose another --out"
+        )
+    return entries
 
 
-def _check_resumable(config: Config, run_dir: str) -> None:
-    config_path = os.path.join(run_dir, CONFIG_FILE)
-    if not os.path.exists(config_path):
-        raise FileNotFoundError(f"cannot resume {run_dir}: no {CONFIG_FILE} (not a run directory)")
-    before = load_config(config_path).to_dict()
-    now = config.to_dict()
-    # The run keeps a copy of a source file: compare what it holds, not where it is.
-    sources = before["system"].pop("source"), now["system"].pop("source")
-    before["training"]["epochs"] = now["training"]["epochs"] = None
-    diff = config_differences(now, before)
-    if not _same_source(*sources):
-        diff.append(f"system.source: {sources[0]!r} in the run, {sources[1]!r} now (other code)")
-    if diff:
-        raise ValueError(f"cannot resume {run_dir} with a different config: " + "; ".join(diff))
+def _remove(run_dir: str, entries: list[str]) -> None:
+    for name in entries:
+        path = os.path.join(run_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+
+def _read_metrics(path: str, last_epoch: int) -> list[str]:
+    """metrics.jsonl's lines up to `last_epoch`; a line cut short by a kill is dropped, with a warning."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    kept, torn = [], 0
+    for line in lines:
+        try:
+            epoch = json.loads(line)["epoch"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            torn += 1
+            continue
+        # Lines past the resumed epoch were written by the interrupted run: its next epochs are redone.
+        if epoch <= last_epoch:
+            kept.append(line + "\n")
+    if torn:
+        warnings.warn(
+            f"{path}: dropped {torn} unreadable line(s), written when the run was interrupted",
+            stacklevel=3,
+        )
+    return kept
 
 
 class _RunFiles(Callback):
-    """Writes what `fit` reports into the run directory (process 0 only, see `lagnet.parallel`)."""
+    """Writes what `fit` reports into the run directory (process 0 only, see `lagnet.parallel`).
 
-    def __init__(self, run_dir: str, keep: int, start_time: float, resumed_epoch: int | None):
-        self.run_dir, self.start_time = run_dir, start_time
-        self.ckpt = os.path.join(run_dir, "checkpoints")
-        self.checkpoints = Checkpoints(self.ckpt, keep)
+    Nothing is written before `open`, which `train_run` calls once the config, data, model and windows have
+    all been built: a run that fails validation leaves the directory as it was.
+    """
+
+    def __init__(self, run_dir, checkpoints, config, spec, model, start_time, remove=()):
+        self.run_dir, self.checkpoints, self.config, self.spec = run_dir, checkpoints, config, spec
+        self.start_time, self.remove = start_time, list(remove)
+        self.static = eqx.partition(model, model.trainable())[1]
+        self.ckpt = checkpoints.folder
         self.metrics = os.path.join(run_dir, "metrics.jsonl")
-        if resumed_epoch is not None:
-            # Lines past the resumed epoch were written by the interrupted run: its next epochs are redone.
-            with open(self.metrics) as f:
-                kept = [line for line in f if json.loads(line)["epoch"] <= resumed_epoch]
+
+    def open(self, restored):
+        """Replace the old run (`--overwrite`), write the config and spec, and on resume bring metrics.jsonl,
+        best.eqx and last.eqx to the restored state (a kill may have left them behind it)."""
+        _remove(self.run_dir, self.remove)
+        os.makedirs(self.ckpt, exist_ok=True)
+        for folder in (self.run_dir, self.ckpt, os.path.join(self.run_dir, SYSTEM_DIR)):
+            remove_orphans(folder)
+        config = keep_system_source(self.config, self.run_dir)
+        save_yaml(os.path.join(self.run_dir, CONFIG_FILE), _saved_config(config))
+        self.spec.save(self.run_dir)
+        if restored is not None:
+            # The old summary describes the end of a run that continues now (and is rewritten at its end).
+            _remove(self.run_dir, ["summary.json"])
+            kept = _read_metrics(self.metrics, int(restored.epoch))
             atomic_write(self.metrics, lambda f: f.write("".join(kept).encode()))
+            self.commit(restored)
+        return self
+
+    def commit(self, state):
+        """The training state, then the manifest, then last.eqx and best.eqx (see `Checkpoints.save`)."""
+        last = eqx.combine(state.params, self.static)
+        best = eqx.combine(state.best_params, self.static)
+        epoch = int(state.epoch)
+        models = {
+            "last.eqx": (tree_bytes(last), epoch),
+            "best.eqx": (tree_bytes(best), int(state.best_epoch)),
+        }
+        self.checkpoints.save(state, epoch, models)
 
     def start(self, initial_loss, state, model):
         with open(self.metrics, "w") as f:
             f.write(json.dumps({"epoch": -1, "validation_loss": initial_loss}) + "\n")
-        save_tree(os.path.join(self.ckpt, "best.eqx"), model)
+        write_bytes(os.path.join(self.ckpt, "best.eqx"), tree_bytes(model))
 
     def record(self, record):
         line = {**record, "seconds": time.perf_counter() - self.start_time}
@@ -253,32 +373,36 @@ class _RunFiles(Callback):
             f.write(json.dumps(line) + "\n")
 
     def epoch_end(self, state, improved, model):
-        self.checkpoints.save(state, int(state.epoch))
-        save_tree(os.path.join(self.ckpt, "last.eqx"), model)
-        if improved:
-            save_tree(os.path.join(self.ckpt, "best.eqx"), model)
+        self.commit(state)
 
 
 def train_run(
-    config: Config, run_dir: str, *, progress: bool = True, resume: bool = False
+    config: Config,
+    run_dir: str,
+    *,
+    progress: bool = True,
+    resume: bool = False,
+    overwrite: bool = False,
 ) -> TrainResult:
     """Train the model a validated config describes into `run_dir`; return the best model.
 
-    With `resume`, continue from the newest training state in `run_dir/checkpoints` (the config must be the
-    run's, except `training.epochs`): the result is bit-identical to a run that was never interrupted.
+    A folder that already holds a run is refused unless `overwrite` (its files, evaluation/ included, are
+    then deleted, but only once the config, data, model and windows have been built without error).
+    With `resume`, continue from the newest training state in `run_dir/checkpoints` (the config, system source
+    and data must be the ones that wrote it, except `training.epochs`): the result is bit-identical to a run
+    that was never interrupted.
     """
     check_precision(config.dtype, f"the config {config.name!r}")
     dtype = jnp.dtype(config.dtype)
     start_time = time.perf_counter()
-    check_output_dir(run_dir)
-    if resume:
-        _check_resumable(config, run_dir)
     # In a multi-process run every process computes the same thing; process 0 alone writes the run directory.
     main = parallel.is_main_process()
-    if main:
-        config = keep_system_source(config, run_dir)
-        save_yaml(os.path.join(run_dir, CONFIG_FILE), _saved_config(config))
+    remove = check_run_target(run_dir, resume=resume, overwrite=overwrite) if main else []
+    check_output_dir(run_dir)
 
+    if progress and main:
+        # Reading, checking and fitting friction to the data can take a while before anything else shows.
+        print(f"train {config.name}: loading data …", file=sys.stderr, flush=True)
     model_key, data_key = jax.random.split(jax.random.key(config.seed))
     system = build_system(config)
     train_trajs, val_trajs = load_training_data(config, system)
@@ -288,8 +412,13 @@ def train_run(
     loss = make_loss(config, system, stats)
     tc = config.training
     dt = measured_step(train_trajs)
-    if main:
-        RunSpec(dt, config.dtype, config.model.input_history, __version__).save(run_dir)
+    checkpoints = Checkpoints(
+        os.path.join(run_dir, "checkpoints"), tc.keep_checkpoints, run_identity(config)
+    )
+    if resume:
+        checkpoints.check_identity(run_dir)
+    spec = RunSpec(dt, config.dtype, config.model.input_history, __version__)
+    run_files = _RunFiles(run_dir, checkpoints, config, spec, model, start_time, remove)
 
     window_kw = dict(skip_short=True, dtype=dtype)
     stages = {}  # the training windows of the current horizon only
@@ -303,6 +432,8 @@ def train_run(
 
     steps_per_epoch = max(len(windows(0)) // tc.batch_size, 1)
     optimizer = make_optimizer(config, steps_per_epoch)
+    # Loading the data, building the model and fitting its friction: what `lagnet train` does before `fit`.
+    load_seconds = time.perf_counter() - start_time
     mesh = data_parallel_mesh(config.devices, tc.batch_size)
     val_h = tc.validation_horizon or tc.longest_horizon
     validation = make_windows(val_trajs, val_h, **window_kw) if val_trajs else None
@@ -312,11 +443,8 @@ def train_run(
         # The saved state is read into one of the same structure, shapes and dtypes.
         params, _ = eqx.partition(model, model.trainable())
         like = TrainState.start(params, optimizer.init(params), data_key, 0.0)
-        restored = Checkpoints(
-            os.path.join(run_dir, "checkpoints"), tc.keep_checkpoints
-        ).load_latest(like)
-    resumed_epoch = None if restored is None else int(restored.epoch)
-    callbacks = [_RunFiles(run_dir, tc.keep_checkpoints, start_time, resumed_epoch)] if main else []
+        restored = checkpoints.load_latest(like)
+    callbacks = [run_files.open(restored)] if main else []
     try:
         result = fit(
             model,
@@ -335,6 +463,9 @@ def train_run(
             callbacks=callbacks,
             progress=progress,
             desc=f"train {config.name}",
+            max_steps=tc.max_steps,
+            max_seconds=tc.max_seconds,
+            select_by=tc.select_by,
         )
     except TrainingDiverged as e:
         raise TrainingDiverged(
@@ -344,6 +475,11 @@ def train_run(
             "(try a smaller learning rate, clip_norm, or a shorter horizon)"
         ) from None
     seconds = time.perf_counter() - start_time
+    if progress and main:
+        print(
+            f"time: load {load_seconds:.1f} s, compile {result.compile_seconds:.1f} s, "
+            f"train {result.seconds - result.compile_seconds:.1f} s"
+        )
     stuck = unchanged_parameters(model, result.last_model) if result.epochs_run > 0 else []
     warn_unchanged(stuck, config.name)
     improved = result.best_epoch >= 0
@@ -363,12 +499,31 @@ def train_run(
                 "name": config.name,
                 "model": config.model.type,
                 "initial_validation_loss": result.initial_loss,
-                "best_validation_loss": result.best_loss,
+                # With select_by: final_error the best score is an error; the loss of that epoch is kept here
+                # (unknown when the epoch was run before a resume).
+                "best_validation_loss": result.best_loss
+                if tc.select_by == "loss"
+                else next(
+                    (
+                        r["validation_loss"]
+                        for r in result.history
+                        if r["epoch"] == result.best_epoch
+                    ),
+                    None,
+                ),
                 "best_epoch": result.best_epoch,
                 "improved": improved,
                 "epochs_run": result.epochs_run,
                 "skipped_steps": result.skipped_steps,
                 "seconds": seconds,
+                # Where the time went: `lagnet train` before `fit`, tracing and compiling, the epochs.
+                "seconds_load": load_seconds,
+                "seconds_compile": result.compile_seconds,
+                "seconds_train": result.seconds - result.compile_seconds,
+                "select_by": tc.select_by,
+                "best_score": result.best_loss,
+                "stop_reason": result.stop_reason,
+                "steps_run": result.steps_run,
                 "train_windows": len(windows(0)),
                 "dt": dt,
                 "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),

@@ -72,17 +72,38 @@ GENERATORS: dict[str, Generator] = {
 }
 
 
-def generate(
-    name: str, out: str | os.PathLike, *, seed: int | None = None, duration: float | None = None
-) -> list[Path]:
-    """Write the recordings of generator `name` into `out` (default seed: the shipped one); returns the paths.
-
-    `duration` overrides every recording's length (for quick checks; the shipped files use the defaults).
-    """
+def output_paths(name: str, out: str | os.PathLike) -> list[Path]:
+    """The files generator `name` writes into `out`."""
     if name not in GENERATORS:
         raise ValueError(
             f"unknown generator {name!r}; choose from {', '.join(GENERATORS)} or 'all'"
         )
+    return [Path(out) / f"{stem}.npz" for stem in GENERATORS[name].recordings]
+
+
+def check_overwrite(paths: list[Path], overwrite: bool) -> None:
+    """Refuse to replace existing recordings (the shipped data sets among them) unless told to."""
+    existing = [str(p) for p in paths if p.exists()]
+    if existing and not overwrite:
+        raise ValueError(
+            f"{', '.join(existing)} already exist(s): pass --overwrite to replace them, or --out another folder"
+        )
+
+
+def generate(
+    name: str,
+    out: str | os.PathLike,
+    *,
+    seed: int | None = None,
+    duration: float | None = None,
+    overwrite: bool = False,
+) -> list[Path]:
+    """Write the recordings of generator `name` into `out` (default seed: the shipped one); returns the paths.
+
+    `duration` overrides every recording's length (for quick checks; the shipped files use the defaults).
+    Existing files are a ValueError unless `overwrite`.
+    """
+    check_overwrite(output_paths(name, out), overwrite)
     gen = GENERATORS[name]
     seed = gen.seed if seed is None else int(seed)
     paths = []
@@ -92,7 +113,14 @@ def generate(
             f" --duration {duration:g}" if duration is not None else ""
         )
         path = Path(out) / f"{stem}.npz"
-        write_npz(path, cols, meta)
+        # Written beside it, then renamed: an interrupted run never leaves a half-written data set.
+        tmp = path.with_name(f".tmp-{path.name}")
+        try:
+            write_npz(tmp, cols, meta)
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
         paths.append(path)
     return paths
 

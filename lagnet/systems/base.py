@@ -86,6 +86,18 @@ class AbstractSystem(AbstractLagrangianDynamics):
         """Names of the state x = (q, q̇): the coordinates, then `<name>_dot`."""
         return self.coordinate_names + tuple(f"{c}_dot" for c in self.coordinate_names)
 
+    @property
+    def coordinate_units(self) -> tuple[str, ...]:
+        """The unit of each coordinate: rad for angles, m otherwise; a system with other coordinates overrides
+        this. Velocities are in these units per second, generalised forces in N·m (angles) or N (lengths)."""
+        return tuple("rad" if a else "m" for a in self.angles)
+
+    @property
+    def state_units(self) -> dict[str, str]:
+        """State name → unit, for tables and figures (q in `coordinate_units`, q̇ in those per second)."""
+        units = self.coordinate_units
+        return dict(zip(self.state_names, units + tuple(f"{u}/s" for u in units), strict=True))
+
     def parameter(self, name: str) -> jax.Array:
         """The physical parameter `name` (what `model.learn_parameters` names); `KeyError` if there is none.
 

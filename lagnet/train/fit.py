@@ -2,11 +2,15 @@
 
 Each epoch is one compiled `lax.scan` over shuffled mini-batches (rollout → loss → gradient → optax update); the
 validation loss is taken every epoch, the best parameters are kept, and training stops early after `patience`
-epochs without improvement. Callbacks see every epoch's record and state (the CLI writes its run directory
-through them); a `TrainState` resumes bit for bit.
+epochs without improvement. The stages of a horizon curriculum are padded to one layout (`WindowDataset.padded`),
+so a whole run compiles one epoch program and one validation program. Callbacks see every epoch's record and
+state (the CLI writes its run directory through them); a `TrainState` resumes bit for bit.
 """
 
 import dataclasses
+import sys
+import time
+import warnings
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
@@ -17,11 +21,14 @@ import optax
 from tqdm.auto import tqdm
 
 from .. import parallel
+from ..data.angles import wrap
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from ..systems.parameters import project
-from .loss import StateLoss, as_batch, batch_loss, window_loss
+from .loss import StateLoss, as_batch, batch_loss, mean_over_steps, window_rollout
+
+SELECTION_METRICS = ("loss", "final_error")
 
 
 class TrainingDiverged(RuntimeError):
@@ -66,7 +73,8 @@ class Callback:
         """Before the first epoch (not called when resuming from a state)."""
 
     def record(self, record: dict) -> None:
-        """After each epoch's losses are known: epoch, horizon, train_loss, validation_loss, skipped_steps."""
+        """After each epoch's losses are known: epoch, horizon, steps, train_loss, validation_loss,
+        validation_final_error (per coordinate) and its mean, skipped_steps."""
 
     def epoch_end(self, state: TrainState, improved: bool, model: eqx.Module) -> None:
         """After each epoch: its state (what resumes it) and the model it ended with."""
@@ -74,7 +82,12 @@ class Callback:
 
 @dataclasses.dataclass
 class FitResult:
-    """What `fit` returns: the best model (by validation loss) and the last, the loss history, the state."""
+    """What `fit` returns: the best model (by the selection metric) and the last, the loss history, the state.
+
+    `best_loss` is the best value of the selection metric `selected_by` (the validation loss by default);
+    `stop_reason` is "epochs", "patience", "max_steps" or "max_seconds"; `compile_seconds` is the time spent
+    tracing and compiling, `seconds` the whole call.
+    """
 
     model: AbstractModel
     last_model: AbstractModel
@@ -86,6 +99,11 @@ class FitResult:
     skipped_steps: int
     stopped_early: bool
     state: TrainState
+    selected_by: str = "loss"
+    stop_reason: str = "epochs"
+    steps_run: int = 0
+    compile_seconds: float = 0.0
+    seconds: float = 0.0
 
 
 def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None):
@@ -93,12 +111,18 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
 
     A step whose loss or gradient is not finite is skipped (parameters and optimiser state unchanged) and counted.
     With a `mesh`, each batch of window start rows is split over its devices (data parallel: the data and the
-    parameters are replicated, one all-reduce of the gradients per step).
+    parameters are replicated, one all-reduce of the gradients per step). On a padded dataset (a curriculum
+    stage) the loss scores each window's first `data.steps` steps, and the batches past `data.epoch_batches` are
+    passed over (a `lax.cond`, no work): every stage of the curriculum runs this one program.
     """
 
     def loss_of(params, data, starts):
         return batch_loss(
-            eqx.combine(params, static), integrator, loss, as_batch(data.batch(starts))
+            eqx.combine(params, static),
+            integrator,
+            loss,
+            as_batch(data.batch(starts)),
+            steps=data.steps,
         )
 
     value_and_grad = parallel.sharded_value_and_grad(loss_of, mesh)
@@ -128,30 +152,135 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     @eqx.filter_jit
     def epoch(params, opt_state, data, key):
         batches = data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
-        (params, opt_state, skipped), losses = jax.lax.scan(
-            lambda c, s: step(c, s, data), (params, opt_state, jnp.zeros((), jnp.int32)), batches
-        )
+        carry = (params, opt_state, jnp.zeros((), jnp.int32))
+        if data.count is None:
+            body = lambda c, s: step(c, s, data)  # noqa: E731
+            xs = batches
+        else:
+            active = data.epoch_batches(batch_size)
+
+            def body(c, xs):
+                j, s = xs
+
+                def train(c):
+                    c, value = step(c, s, data)
+                    return c, value.astype(data.q.dtype)
+
+                def pass_over(c):
+                    return c, jnp.full((), jnp.nan, data.q.dtype)
+
+                return jax.lax.cond(j < active, train, pass_over, c)
+
+            xs = (jnp.arange(batches.shape[0]), batches)
+        (params, opt_state, skipped), losses = jax.lax.scan(body, carry, xs)
         return params, opt_state, jnp.nanmean(losses), skipped
 
     return epoch
 
 
 def make_eval_fn(static, integrator, loss, chunk: int = 4096):
-    """The mean window loss over every window of a dataset, vmapped `chunk` windows at a time (bounded memory)."""
+    """Over every window of a dataset, vmapped `chunk` windows at a time (bounded memory): the mean window loss,
+    and the mean |error| of each state coordinate at the window's end (q then q̇, in the data's units; angles as
+    angles), e_i = mean_w |x̂_w,i(t_k) − x_w,i(t_k)|, what `lagnet evaluate` reports as `final_mean`."""
 
     @eqx.filter_jit
     def evaluate(params, data):
         model = eqx.combine(params, static)
+        last = data.k - 1 if data.steps is None else data.steps - 1
 
         def one(start):
             w = data.window(start)
-            return window_loss(
-                model, integrator, loss, w.q[0], w.qd[0], w.u, w.dt, w.q[1:], w.qd[1:]
+            qs, qds = window_rollout(
+                model, integrator, w.q[0], w.qd[0], w.u, w.dt, steps=data.steps
             )
+            value = mean_over_steps(loss.per_step(qs, qds, w.q[1:], w.qd[1:]), data.steps)
+            dq = qs[last] - w.q[1 + last]
+            dq = jnp.where(jnp.asarray(loss.angles), wrap(dq), dq)
+            return value, jnp.abs(jnp.concatenate([dq, qds[last] - w.qd[1 + last]]))
 
-        return jnp.mean(jax.lax.map(one, data.starts, batch_size=chunk))
+        values, ends = jax.lax.map(one, data.starts, batch_size=chunk)
+        if data.count is None:
+            return jnp.mean(values), jnp.mean(ends, axis=0)
+        valid = jnp.arange(len(data)) < data.count
+        return (
+            jnp.sum(jnp.where(valid, values, 0.0)) / data.count,
+            jnp.sum(jnp.where(valid[:, None], ends, 0.0), axis=0) / data.count,
+        )
 
     return evaluate
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stages:
+    """What `fit` learns from its windows function before training: where each horizon starts, the optimiser
+    steps each epoch takes, and the one layout (rows, windows, k) every stage is padded to (None: one stage,
+    nothing to pad)."""
+
+    horizon_starts: tuple[int, ...]
+    steps_per_epoch: tuple[int, ...]
+    layout: tuple[int, int, int] | None
+
+    @property
+    def last_start(self) -> int:
+        return self.horizon_starts[-1]
+
+
+def _survey(window_fn: Callable[[int], WindowDataset], epochs: int, batch_size: int) -> _Stages:
+    # One call per epoch (the windows function is asked for the same datasets again while training), keeping
+    # only the previous dataset alive.
+    horizon_starts, steps, shapes, small = [], [], set(), {}
+    previous, prev_k = None, None
+    for epoch in range(max(epochs, 1)):
+        raw = window_fn(epoch)
+        if raw is not previous:
+            shapes.add((raw.q.shape[0], raw.k, len(raw)))
+            if len(raw) < batch_size:
+                small[raw.k] = len(raw)
+            previous = raw
+        if raw.k != prev_k:
+            horizon_starts.append(epoch)
+            prev_k = raw.k
+        steps.append(max(len(raw) // batch_size, 1))
+    for k, n in small.items():
+        warnings.warn(
+            f"the batch size {batch_size} is larger than the {n} training windows of {k} steps: each step "
+            f"repeats every window about {batch_size / n:.0f}× and an epoch is a single step; use a batch size "
+            f"≤ {n} (training.batch_size), more data, or a budget in steps (training.max_steps)",
+            stacklevel=3,
+        )
+    layout = None
+    if len(shapes) > 1:
+        k = max(s[1] for s in shapes)
+        layout = (max(rows - h for rows, h, _ in shapes) + k, max(s[2] for s in shapes), k)
+    return _Stages(tuple(horizon_starts), tuple(steps), layout)
+
+
+class _CompileClock:
+    """Seconds JAX spends tracing, lowering and compiling while open (its monitoring events)."""
+
+    EVENTS = (
+        "/jax/core/compile/jaxpr_trace_duration",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration",
+        "/jax/core/compile/backend_compile_duration",
+    )
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def _listen(self, event, duration, **kwargs):
+        if event in self.EVENTS:
+            self.seconds += duration
+
+    def __enter__(self):
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._listen)
+
+
+def _say(message: str, end: str = "\n") -> None:
+    print(message, end=end, file=sys.stderr, flush=True)
 
 
 def fit(
@@ -172,6 +301,9 @@ def fit(
     callbacks: Sequence[Callback] = (),
     progress: bool = False,
     desc: str = "fit",
+    max_steps: int | None = None,
+    max_seconds: float | None = None,
+    select_by: str = "loss",
 ) -> FitResult:
     """Train `model` by rolling it out with `integrator` over windows of measured data.
 
@@ -182,113 +314,200 @@ def fit(
         integrator: the method the rollouts use.
         windows: the training windows (`lagnet.data.make_windows`), or a function epoch → windows (a horizon
             curriculum; return the same object while the horizon is unchanged: it is placed once per object).
+            The function is called for every epoch before training, to learn the stages: they are padded to
+            the longest horizon and the most windows, and one compiled program trains them all.
         loss: the state loss of one window's predicted states.
         optimizer: an optax transformation (its schedule counts optimiser steps).
         epochs: passes over the windows; `key`: the data-order key.
         validation: windows whose mean loss selects the best epoch; None: the training loss does.
-        patience: stop after this many epochs without improvement (None: never).
+        patience: stop after this many epochs without improvement (None: never). With a curriculum, the count
+            restarts when a new horizon starts (a longer horizon first raises the loss it is trained on), and
+            training never stops before the last horizon has started: each stage gets `patience` epochs to
+            improve on the best so far, which is kept from any stage.
         max_skipped_steps: raise `TrainingDiverged` when more steps than this had a non-finite loss/gradient.
         mesh: a `lagnet.parallel.batch_mesh` to split each batch over (data parallel), or None.
         state: a `TrainState` to resume from (its epoch, parameters, optimiser state and data key).
         callbacks: `Callback`s told of the start, each epoch's record and each epoch's end.
+        max_steps: stop after the epoch in which this many optimiser steps were reached (None: off).
+        max_seconds: stop after the epoch in which this call has run this many seconds (None: off).
+        select_by: what selects the best epoch (and what patience waits on): "loss", the validation loss, or
+            "final_error", the mean over coordinates of the validation windows' end-of-window |error|.
 
     Returns a `FitResult` with the best model, the last, and the history of records.
     """
+    if select_by not in SELECTION_METRICS:
+        raise ValueError(f"select_by must be one of {list(SELECTION_METRICS)}, got {select_by!r}")
+    if select_by == "final_error" and validation is None:
+        raise ValueError("select_by='final_error' needs validation windows")
+    start_time = time.perf_counter()
+    talk = progress and parallel.is_main_process()
     window_fn = windows if callable(windows) else (lambda epoch: windows)
-    params, static = eqx.partition(model, model.trainable())
-    opt_state = optimizer.init(params)
-    params, opt_state = parallel.replicate((params, opt_state), mesh)
-    epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
-    eval_fn = make_eval_fn(static, integrator, loss)
+    stages = _survey(window_fn, epochs, batch_size)
 
-    stage0 = window_fn(0)
-    placed = {
-        id(stage0): parallel.replicate(stage0, mesh)
-    }  # the current stage's windows, on the mesh
-    validation = parallel.replicate(validation, mesh) if validation is not None else None
-    initial = float(eval_fn(params, validation if validation is not None else placed[id(stage0)]))
-    resumed = state is not None
-    if state is None:
-        state = TrainState.start(params, opt_state, key, initial)
-        for cb in callbacks:
-            cb.start(initial, state, eqx.combine(params, static))
-    params, opt_state = parallel.replicate((state.params, state.opt_state), mesh)
-    data_key = jax.random.wrap_key_data(state.key_data)
-    best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
-    skipped_total = int(state.skipped)
-    first = int(state.epoch) + 1
-    patience = np.inf if patience is None else patience
-    max_skipped = np.inf if max_skipped_steps is None else max_skipped_steps
-    stopped_early = resumed and stale >= patience
+    def lay_out(raw):
+        return raw if stages.layout is None else raw.padded(*stages.layout)
 
-    history = []
-    bar = tqdm(
-        range(first, epochs),
-        desc=desc,
-        disable=not (progress and parallel.is_main_process()),
-        unit="epoch",
-        initial=first,
-        total=epochs,
-    )
-    epoch = first - 1
-    for epoch in [] if stopped_early else bar:
-        raw = window_fn(epoch)
-        if id(raw) not in placed:
-            placed = {id(raw): parallel.replicate(raw, mesh)}
-        data = placed[id(raw)]
-        data_key, k = jax.random.split(data_key)
-        params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
-        train_loss = float(train_loss)
-        skipped_total += int(skipped)
-        val = float(eval_fn(params, validation)) if validation is not None else train_loss
-        record = {
-            "epoch": epoch,
-            "horizon": data.k,
-            "train_loss": train_loss,
-            "validation_loss": val,
-            "skipped_steps": int(skipped),
-        }
-        history.append(record)
-        for cb in callbacks:
-            cb.record(record)
-        bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val:.4g}", h=record["horizon"])
-        if skipped_total > max_skipped:
-            bar.close()
-            raise TrainingDiverged(
-                f"{skipped_total} training steps had a non-finite loss or gradient "
-                f"(stopped at epoch {epoch})"
-            )
-        improved = bool(np.isfinite(val) and val < best)
-        if improved:
-            best, best_epoch, stale = val, epoch, 0
-        else:
-            stale += 1
-        state = TrainState(
-            params,
-            opt_state,
-            params if improved else state.best_params,
-            jax.random.key_data(data_key),
-            jnp.asarray(epoch),
-            jnp.asarray(best),
-            jnp.asarray(best_epoch),
-            jnp.asarray(stale),
-            jnp.asarray(skipped_total),
+    with _CompileClock() as clock:
+        params, static = eqx.partition(model, model.trainable())
+        opt_state = optimizer.init(params)
+        params, opt_state = parallel.replicate((params, opt_state), mesh)
+        epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
+        eval_fn = make_eval_fn(static, integrator, loss)
+
+        def score(value, final):
+            return value if select_by == "loss" else float(np.mean(final))
+
+        resumed = state is not None
+        first = 0 if state is None else int(state.epoch) + 1
+        raw = window_fn(min(first, max(epochs - 1, 0)))
+        # The current stage's windows, laid out and on the mesh.
+        placed = {id(raw): parallel.replicate(lay_out(raw), mesh)}
+        validation = parallel.replicate(validation, mesh) if validation is not None else None
+        if talk:
+            _say(f"{desc}: compiling the training step …", end=" ")
+        t = time.perf_counter()
+        try:
+            if validation is not None:
+                initial, initial_final = eval_fn(params, validation)
+            else:
+                # The initial loss on the training windows: one evaluation outside the layout the epochs share.
+                initial, initial_final = eval_fn(params, window_fn(0))
+            initial, initial_final = float(initial), np.asarray(initial_final)
+            if first < epochs:
+                # Compiled here, with the argument types of the epochs (a typed key), to time it apart.
+                key_data = jax.random.key_data(key) if state is None else state.key_data
+                some_key = jax.random.split(jax.random.wrap_key_data(key_data))[1]
+                epoch_fn.lower(params, opt_state, placed[id(raw)], some_key).compile()
+        except BaseException:
+            if talk:
+                _say("")
+            raise
+        if talk:
+            _say(f"{time.perf_counter() - t:.1f} s")
+        initial_score = score(initial, initial_final)
+        if state is None:
+            state = TrainState.start(params, opt_state, key, initial_score)
+            for cb in callbacks:
+                cb.start(initial, state, eqx.combine(params, static))
+        params, opt_state = parallel.replicate((state.params, state.opt_state), mesh)
+        data_key = jax.random.wrap_key_data(state.key_data)
+        best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
+        skipped_total = int(state.skipped)
+        steps_done = int(sum(stages.steps_per_epoch[:first]))
+        patience = np.inf if patience is None else patience
+        max_skipped = np.inf if max_skipped_steps is None else max_skipped_steps
+        max_steps = np.inf if max_steps is None else max_steps
+        max_seconds = np.inf if max_seconds is None else max_seconds
+        # The epochs the step budget allows, for the progress bar's total.
+        total = epochs
+        if np.isfinite(max_steps):
+            reached = np.cumsum(stages.steps_per_epoch) >= max_steps
+            total = min(epochs, int(np.argmax(reached)) + 1) if reached.any() else epochs
+        stop_reason = "epochs"
+        if resumed and first - 1 >= stages.last_start and stale >= patience:
+            stop_reason = "patience"
+        elif steps_done >= max_steps:
+            stop_reason = "max_steps"
+
+        history = []
+        bar = tqdm(
+            range(first, total),
+            desc=desc,
+            disable=not talk,
+            unit="epoch",
+            initial=first,
+            total=total,
         )
-        for cb in callbacks:
-            cb.epoch_end(state, improved, eqx.combine(params, static))
-        if stale >= patience:
-            stopped_early = True
-            break
-    bar.close()
-    return FitResult(
-        model=eqx.combine(state.best_params, static),
-        last_model=eqx.combine(state.params, static),
-        initial_loss=initial,
-        best_loss=best,
-        best_epoch=best_epoch,
-        epochs_run=epoch + 1,
-        history=history,
-        skipped_steps=skipped_total,
-        stopped_early=stopped_early,
-        state=state,
-    )
+        epoch = first - 1
+        try:
+            for epoch in [] if stop_reason != "epochs" else bar:
+                raw = window_fn(epoch)
+                if id(raw) not in placed:
+                    placed = {id(raw): parallel.replicate(lay_out(raw), mesh)}
+                data = placed[id(raw)]
+                data_key, k = jax.random.split(data_key)
+                params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
+                train_loss = float(train_loss)
+                skipped_total += int(skipped)
+                steps_done += stages.steps_per_epoch[epoch]
+                record = {"epoch": epoch, "horizon": raw.k, "steps": steps_done}
+                record["train_loss"] = train_loss
+                if validation is not None:
+                    val, final = eval_fn(params, validation)
+                    val, final = float(val), np.asarray(final)
+                    record["validation_loss"] = val
+                    record["validation_final_error"] = [float(x) for x in final]
+                    record["validation_final_error_mean"] = float(np.mean(final))
+                else:
+                    val = record["validation_loss"] = train_loss
+                record["skipped_steps"] = int(skipped)
+                history.append(record)
+                for cb in callbacks:
+                    cb.record(record)
+                bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val:.4g}", h=raw.k)
+                if skipped_total > max_skipped:
+                    raise TrainingDiverged(
+                        f"{skipped_total} training steps had a non-finite loss or gradient "
+                        f"(stopped at epoch {epoch})"
+                    )
+                value = val if select_by == "loss" else record["validation_final_error_mean"]
+                if epoch in stages.horizon_starts:
+                    stale = 0  # a new horizon: patience counts from here
+                improved = bool(np.isfinite(value) and value < best)
+                if improved:
+                    best, best_epoch, stale = value, epoch, 0
+                else:
+                    stale += 1
+                state = TrainState(
+                    params,
+                    opt_state,
+                    params if improved else state.best_params,
+                    jax.random.key_data(data_key),
+                    jnp.asarray(epoch),
+                    jnp.asarray(best),
+                    jnp.asarray(best_epoch),
+                    jnp.asarray(stale),
+                    jnp.asarray(skipped_total),
+                )
+                for cb in callbacks:
+                    cb.epoch_end(state, improved, eqx.combine(params, static))
+                if stale >= patience and epoch >= stages.last_start:
+                    stop_reason = "patience"
+                elif steps_done >= max_steps:
+                    stop_reason = "max_steps"
+                elif time.perf_counter() - start_time >= max_seconds:
+                    stop_reason = "max_seconds"
+                if stop_reason != "epochs":
+                    break
+        finally:
+            # A message after the bar (an error, the reason for stopping) starts on a line of its own.
+            bar.close()
+        if talk and first < epochs:
+            metric = "validation loss" if select_by == "loss" else "final error"
+            if stop_reason == "patience":
+                _say(
+                    f"stopped early at epoch {epoch}: no improvement for {stale} epochs; "
+                    f"best epoch {best_epoch} ({metric} {best:.4g})"
+                )
+            elif stop_reason == "max_steps":
+                _say(f"stopped at epoch {epoch}: {steps_done} optimiser steps reached max_steps")
+            elif stop_reason == "max_seconds":
+                _say(f"stopped at epoch {epoch}: {max_seconds:g} s reached (max_seconds)")
+        seconds = time.perf_counter() - start_time
+        return FitResult(
+            model=eqx.combine(state.best_params, static),
+            last_model=eqx.combine(state.params, static),
+            initial_loss=initial,
+            best_loss=best,
+            best_epoch=best_epoch,
+            epochs_run=epoch + 1,
+            history=history,
+            skipped_steps=skipped_total,
+            stopped_early=stop_reason == "patience",
+            state=state,
+            selected_by=select_by,
+            stop_reason=stop_reason,
+            steps_run=steps_done,
+            compile_seconds=clock.seconds,
+            seconds=seconds,
+        )

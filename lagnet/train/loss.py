@@ -1,10 +1,13 @@
 """The training loss (PINODE eq. 11–12) on predicted states after one or k integrator steps."""
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import Array, Float
+from .._types import Array, Float, Int
+from ..integrators.base import AbstractIntegrator, StepInfo
 from ..rollout import rollout
 
 
@@ -22,19 +25,103 @@ class StateLoss(eqx.Module):
     scale_q: Float[Array, " n"]
     scale_qd: Float[Array, " n"]
 
-    def __call__(self, q_pred, qd_pred, q_true, qd_true):
+    def per_step(self, q_pred, qd_pred, q_true, qd_true):
+        """ℓ_j = Σ_i λ_q e_q,ij² / σ_q,i² + λ_q̇ (q̇ − q̇')_ij² / σ_q̇,i², one value per step j (shape (steps,))."""
         is_angle = jnp.asarray(self.angles)
         dq = q_pred - q_true
         err_q = jnp.where(is_angle, 2.0 - 2.0 * jnp.cos(dq), dq**2) / self.scale_q**2
         err_qd = (qd_pred - qd_true) ** 2 / self.scale_qd**2
-        return jnp.mean(jnp.sum(self.weights_q * err_q + self.weights_qd * err_qd, axis=-1))
+        return jnp.sum(self.weights_q * err_q + self.weights_qd * err_qd, axis=-1)
+
+    def __call__(self, q_pred, qd_pred, q_true, qd_true):
+        return jnp.mean(self.per_step(q_pred, qd_pred, q_true, qd_true))
 
 
-def window_loss(model, integrator, loss: StateLoss, q0, qd0, us, dts, q_true, qd_true):
-    """Loss of one window: roll out k = len(us) steps from the measured (q0, q̇0) with the recorded inputs."""
+class FirstSteps(AbstractIntegrator):
+    """`integrator` for the first `steps` steps of a rollout, then the state held: (q, q̇)_{j+1} = (q, q̇)_j.
+
+    A rollout over a window padded to a longest horizon K then costs only `steps` real steps, and `steps` is a
+    traced value, not a shape: every horizon ≤ K of a curriculum runs one compiled program. The hold is a
+    `lax.cond` on the step count, which `vmap` over windows leaves unbatched (all windows share `steps`), so the
+    held steps are skipped, not computed and discarded; and a held state never steps into the padding, which
+    therefore cannot make the loss or its gradient non-finite.
+    """
+
+    integrator: AbstractIntegrator
+    steps: Int[Array, ""]
+
+    def init(self, model, q, qd, u):
+        return self.integrator.init(model, q, qd, u), jnp.zeros((), jnp.int32)
+
+    def step(self, model, q, qd, u, dt, state):
+        inner, taken = state
+
+        # Rematerialised here rather than around the whole scan body (`rollout(remat=False)`): the cond then
+        # keeps only its inputs for the backward pass, so a held step stores and zero-fills no residuals.
+        @functools.partial(jax.checkpoint, prevent_cse=False)
+        def advance(inner):
+            return self.integrator.step(model, q, qd, u, dt, inner)
+
+        def hold(inner):
+            # The branches must agree in dtypes: a step may promote (float64 parameters on a float32 state).
+            like = jax.eval_shape(advance, inner)
+            info = StepInfo(jnp.array(True), jnp.zeros((), like[3].error.dtype))
+            held = (q, qd, inner, info)
+            return jax.tree.map(lambda x, s: jnp.asarray(x).astype(s.dtype), held, like)
+
+        q1, qd1, inner, info = jax.lax.cond(taken < self.steps, advance, hold, inner)
+        return q1, qd1, (inner, taken + 1), info
+
+    @property
+    def order(self):
+        return self.integrator.order
+
+    @property
+    def explicit(self):
+        return self.integrator.explicit
+
+    @property
+    def symplectic(self):
+        return self.integrator.symplectic
+
+    @property
+    def symmetric(self):
+        return self.integrator.symmetric
+
+
+def window_rollout(model, integrator, q0, qd0, us, dts, *, steps=None):
+    """The states predicted after each of the k = len(us) steps of a window, shapes (k, n), never throwing.
+
+    With `steps` (a traced integer h ≤ k) only the first h steps are taken and the state is then held (see
+    `FirstSteps`): a window padded to k is rolled out to its horizon h.
+    """
     # No throw: a non-finite loss is caught by the training step (skipped and counted), not raised mid-scan.
-    qs, qds = rollout(model, integrator, q0, qd0, us, dts, throw=False)
-    return loss(qs[1:], qds[1:], q_true, qd_true)
+    if steps is None:
+        qs, qds = rollout(model, integrator, q0, qd0, us, dts, throw=False)
+    else:
+        stepper = FirstSteps(integrator, steps)
+        qs, qds = rollout(model, stepper, q0, qd0, us, dts, throw=False, remat=False)
+    return qs[1:], qds[1:]
+
+
+def mean_over_steps(per_step, steps=None):
+    """(1/h) Σ_{j<h} ℓ_j: the mean of a window's per-step losses over its first h = `steps` (default: all)."""
+    if steps is None:
+        return jnp.mean(per_step)
+    scored = jnp.arange(per_step.shape[0]) < steps
+    return jnp.sum(jnp.where(scored, per_step, 0.0)) / steps
+
+
+def window_loss(
+    model, integrator, loss: StateLoss, q0, qd0, us, dts, q_true, qd_true, *, steps=None
+):
+    """Loss of one window: roll out k = len(us) steps from the measured (q0, q̇0) with the recorded inputs.
+
+    With `steps` (a traced integer h ≤ k) only the first h steps are taken and scored, L = (1/h) Σ_{j<h} ℓ_j:
+    the loss of the window's first h steps, from a window padded to k steps.
+    """
+    qs, qds = window_rollout(model, integrator, q0, qd0, us, dts, steps=steps)
+    return mean_over_steps(loss.per_step(qs, qds, q_true, qd_true), steps)
 
 
 def as_batch(windows):
@@ -49,7 +136,7 @@ def as_batch(windows):
     )
 
 
-def batch_loss(model, integrator, loss, batch):
-    """Mean window loss over a batch (vmapped over the windows)."""
-    per_window = jax.vmap(lambda *w: window_loss(model, integrator, loss, *w))(*batch)
+def batch_loss(model, integrator, loss, batch, *, steps=None):
+    """Mean window loss over a batch (vmapped over the windows); `steps`: as for `window_loss`, shared by all."""
+    per_window = jax.vmap(lambda *w: window_loss(model, integrator, loss, *w, steps=steps))(*batch)
     return jnp.mean(per_window)

@@ -1,0 +1,261 @@
+"""A trained model as StableHLO (`jax.export`): `f` and `step` callable from JAX alone, without lagnet.
+
+One file, a zip archive (no pickle) of
+
+- `metadata.json`: the format, the lagnet and JAX versions, dt, dtype, the state layout x = (q, q̇) with the
+  coordinate and input names, the input history k, and each function's argument and result shapes;
+- `NAME.jaxexport`: each function serialised by `jax.export` (StableHLO bytecode with its calling convention;
+  `jax.export.deserialize(bytes).call(...)` runs it);
+- `NAME.mlir`: the same module as StableHLO text, for compilers outside JAX (IREE, XLA AOT).
+
+The functions, for one sample each (the weights are constants in the module; dt is the run's):
+
+    f(x, u) → ẋ                          ẋ = (q̇, q̈(q, q̇, u)), u (m,) held over any input history
+    step(x, u) → x⁺                      one step of the training integrator, u held (zero-order hold)
+    f_jacobians(x, u) → (A, B)           ∂f/∂x (2n, 2n), ∂f/∂u (2n, m): the continuous linearisation
+    step_jacobians(x, u) → (A_d, B_d)    the same of step: the discrete linearisation (LQR, linear MPC)
+    f_history(x, u, u_past) → ẋ          with input history k > 0: u_past (k, m) the last inputs, newest first
+    step_history(x, u, u_past) → (x⁺, u_past⁺)      u_past⁺ = (u, u_past[0], …, u_past[k − 2])
+    f_batch, step_batch                  f and step over a leading batch axis of any size b (symbolic)
+
+An exported function neither vmaps nor (stored without its VJP, which would triple the export time)
+differentiates: batches and Jacobians are entry points of their own.
+"""
+
+import dataclasses
+import json
+import os
+import zipfile
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._version import __version__
+from ..run.files import atomic_write
+from ..run.load import load_run
+from .dynamics import Dynamics, linearise
+
+FORMAT = "lagnet-export/1"
+METADATA = "metadata.json"
+SUFFIX = ".jaxexport"
+
+
+def _entry_points(dyn: Dynamics):
+    """{name: (function of (dyn, arguments…), {argument: shape}, {result: shape}, what it computes, batched)}."""
+    n2, m, k = 2 * dyn.n_dof, dyn.n_inputs, dyn.history.lags
+    xu = {"x": (n2,), "u": (m,)}
+    history = {"x": (n2,), "u": (m,), "u_past": (k, m)}
+    entries = {
+        "f": (
+            lambda d, x, u: d.f(x, u),
+            xu,
+            {"x_dot": (n2,)},
+            "ẋ = (q̇, q̈(q, q̇, u)), u held over the input history",
+            True,
+        ),
+        "step": (
+            lambda d, x, u: d.step(x, u),
+            xu,
+            {"x_next": (n2,)},
+            f"x after one step of {type(dyn.integrator).__name__} (dt = {dyn.dt}) with u held",
+            True,
+        ),
+        "f_jacobians": (
+            lambda d, x, u: linearise(d.f, x, u),
+            xu,
+            {"A": (n2, n2), "B": (n2, m)},
+            "(∂f/∂x, ∂f/∂u) at (x, u): ẋ ≈ A δx + B δu",
+            False,
+        ),
+        "step_jacobians": (
+            lambda d, x, u: linearise(d.step, x, u),
+            xu,
+            {"A_d": (n2, n2), "B_d": (n2, m)},
+            "(∂step/∂x, ∂step/∂u) at (x, u): x⁺ ≈ A_d δx + B_d δu",
+            False,
+        ),
+    }
+    if k:
+        entries["f_history"] = (
+            lambda d, x, u, u_past: d.f(x, jnp.concatenate([u, u_past.reshape(-1)])),
+            history,
+            {"x_dot": (n2,)},
+            "ẋ with the past inputs u_past (k, m) = (u_{t−1}, …, u_{t−k}), newest first",
+            False,
+        )
+        entries["step_history"] = (
+            lambda d, x, u, u_past: d.step_with_history(x, u, u_past),
+            history,
+            {"x_next": (n2,), "u_past_next": (k, m)},
+            "(x⁺, u_past⁺) with u_past⁺ = (u, u_past[0], …, u_past[k − 2]): the history as a state",
+            False,
+        )
+    return entries
+
+
+def _specs(shapes: dict, dtype, batch):
+    """ShapeDtypeStructs for the arguments, with a leading symbolic batch axis when `batch` is one."""
+    lead = () if batch is None else (batch,)
+    return [jax.ShapeDtypeStruct(lead + tuple(s), dtype) for s in shapes.values()]
+
+
+def export(
+    dyn: Dynamics,
+    path: str,
+    *,
+    platforms: tuple[str, ...] | None = None,
+    metadata: dict | None = None,
+) -> dict:
+    """Write `dyn`'s `f`, `step`, their Jacobians and batched forms (and with input history `f_history`,
+    `step_history`) to the archive `path` (see the module's docstring); returns the metadata written.
+
+    The precision is the model's (its leaves' dtype); `platforms` the backends to lower for (default: this
+    process's, e.g. ("cpu",); ("cpu", "cuda") gives one module for both). `metadata` adds entries (the run).
+    """
+    check_out_path(path)
+    leaves = [x for x in jax.tree_util.tree_leaves(dyn.model) if eqx.is_inexact_array(x)]
+    # A known system without learned parts has no array leaves: its precision is JAX's default.
+    dtype = jnp.result_type(*leaves) if leaves else jnp.result_type(float)
+    if dtype not in (jnp.float32, jnp.float64):
+        raise ValueError(f"export: the model's leaves are {dtype}; float32 or float64 expected")
+    system = dyn.system
+    (batch,) = jax.export.symbolic_shape("b")
+    weights, rest = eqx.partition(dyn, eqx.is_array)
+
+    def bind(fn, name):
+        # The weights are constants of the module, behind a barrier: XLA would otherwise fold arithmetic on
+        # them at compile time and round differently (by one ulp) from `lagnet.load(RUN).step`, where they
+        # are arguments. With the barrier the exported step equals it bit for bit.
+        def bound(*args):
+            return fn(eqx.combine(jax.lax.optimization_barrier(weights), rest), *args)
+
+        bound.__name__ = name  # the module's name, `jit_NAME` (IREE calls it by that name)
+        return bound
+
+    functions, files, lowered_for = {}, {}, ()
+    for name, (fn, args, results, doc, batched) in _entry_points(dyn).items():
+        one = bind(fn, name)
+        variants = [("", None, one)]
+        if batched:
+            variants.append(("_batch", batch, jax.vmap(bind(fn, name + "_batch"))))
+        for suffix, lead, wrapped in variants:
+            exported = jax.export.export(jax.jit(wrapped), platforms=platforms)(
+                *_specs(args, dtype, lead)
+            )
+            lowered_for = exported.platforms
+            files[f"{name}{suffix}{SUFFIX}"] = bytes(exported.serialize())
+            if lead is None:
+                files[f"{name}.mlir"] = exported.mlir_module().encode()
+            axis = [] if lead is None else ["b"]
+            functions[name + suffix] = {
+                "arguments": {a: axis + list(shape) for a, shape in args.items()},
+                "results": {r: axis + list(shape) for r, shape in results.items()},
+                "computes": doc if lead is None else f"{name} over a leading batch axis b",
+            }
+    meta = {
+        "format": FORMAT,
+        "lagnet_version": __version__,
+        "jax_version": jax.__version__,
+        "platforms": list(lowered_for),
+        "dtype": str(jnp.dtype(dtype)),
+        "dt": float(dyn.dt),
+        "integrator": type(dyn.integrator).__name__,
+        "model": type(dyn.model).__name__,
+        "system": type(system).__name__,
+        "n_dof": dyn.n_dof,
+        "n_inputs": dyn.n_inputs,
+        "input_history": dyn.history.lags,
+        "state": "x = (q, q̇): the n coordinates, then their n velocities",
+        "coordinate_names": list(system.coordinate_names),
+        "state_names": list(dyn.state_names),
+        "input_names": list(system.input_names),
+        "functions": functions,
+        **(metadata or {}),
+    }
+    _write_archive(path, meta, files)
+    return meta
+
+
+def check_out_path(path: str) -> str:
+    """`path` as a file to write: not a folder, and no file where its folders would go (a `ValueError`)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a folder; give a file name, e.g. {path}/model{SUFFIX}")
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
+    return path
+
+
+def _write_archive(path: str, meta: dict, files: dict) -> None:
+    def write(f):
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(METADATA, json.dumps(meta, indent=2, ensure_ascii=False))
+            for name, content in files.items():
+                z.writestr(name, content)
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic_write(path, write)
+
+
+def export_run(
+    path: str, out: str, which: str = "best", *, platforms: tuple[str, ...] | None = None
+) -> dict:
+    """Export the run `path` (or its checkpoint `RUN/checkpoints/NAME.eqx`) to `out` in the run's own precision
+    (a float64 run needs `jax_enable_x64`, as `lagnet.load`); returns the metadata written."""
+    check_out_path(out)  # before the work of loading and lowering
+    run = load_run(path, which)
+    dyn = Dynamics(run.model, run.integrator, run.dt)
+    meta = {"run": os.path.abspath(run.path), "config_name": run.config.name, "checkpoint": which}
+    return export(dyn, out, platforms=platforms, metadata=meta)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportedModel:
+    """An exported model, loaded: `metadata` and the functions by name (`f`, `step`, `step_history`, …,
+    `NAME_batch`); each is the `jax.export.Exported.call` of its module. `model.step(x, u)` → x⁺."""
+
+    metadata: dict
+    exported: dict
+
+    def __getattr__(self, name):
+        try:
+            return self.exported[name].call
+        except KeyError:
+            raise AttributeError(
+                f"the exported model has no function {name!r}; it has {sorted(self.exported)}"
+            ) from None
+
+    @property
+    def dt(self) -> float:
+        return self.metadata["dt"]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.metadata["dtype"])
+
+
+def load_exported(path: str) -> ExportedModel:
+    """The archive `lagnet export` wrote. Needs only JAX (and flatbuffers); the README shows the same in five
+    lines without lagnet. A float64 model needs `jax_enable_x64` on, as its inputs must be float64."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            meta = json.loads(z.read(METADATA))
+            names = [n[: -len(SUFFIX)] for n in z.namelist() if n.endswith(SUFFIX)]
+            exported = {n: jax.export.deserialize(bytearray(z.read(n + SUFFIX))) for n in names}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no exported model at {path}") from None
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a lagnet export archive ({type(e).__name__}: {e})") from None
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: format {meta.get('format')!r}, this lagnet reads {FORMAT!r}")
+    if meta["dtype"] == "float64" and not jax.config.jax_enable_x64:
+        raise ValueError(
+            f"{path} is float64, but JAX runs without 64-bit floats: call "
+            "`jax.config.update('jax_enable_x64', True)` first"
+        )
+    return ExportedModel(meta, exported)

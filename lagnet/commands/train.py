@@ -97,7 +97,8 @@ def run(args) -> int:
         config, out, progress=not args.quiet, resume=args.resume, overwrite=args.overwrite
     )
     print(
-        f"trained {config.name} ({config.model.type}): best validation loss "
+        f"trained {config.name} ({config.model.type}): best validation "
+        f"{'loss' if config.training.select_by == 'loss' else 'final error (mean over coordinates)'} "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"
     )
     for line in describe_physics(physics_summary(result.model)):

@@ -5,7 +5,7 @@ import argparse
 import jax
 
 
-def _precision_of(run_dir: str) -> None:
+def use_run_precision(run_dir: str) -> None:
     """The CLI owns its process: a float64 run needs 64-bit floats before any array is made."""
     from ..run.spec import RunSpec
 
@@ -78,7 +78,7 @@ def run(args) -> int:
     from ..evaluate.report import format_table
     from ..evaluate.run import evaluate_run
 
-    _precision_of(args.run_dir)
+    use_run_precision(args.run_dir)
     metrics = evaluate_run(
         args.run_dir,
         args.data,
@@ -110,7 +110,7 @@ def run_compare(args) -> int:
     from ..evaluate.compare import compare_runs
 
     for run_dir in args.run_dirs:
-        _precision_of(run_dir)
+        use_run_precision(run_dir)
     table, _ = compare_runs(args.run_dirs, args.out)
     print(table)
     if args.out:

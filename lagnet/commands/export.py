@@ -2,7 +2,7 @@
 
 import os
 
-import jax
+from .evaluate import use_run_precision
 
 
 def register(sub) -> None:
@@ -28,13 +28,9 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..control.export import SUFFIX, export_run
     from ..run.load import split_checkpoint_path
-    from ..run.spec import RunSpec
 
     run_dir, which = split_checkpoint_path(args.run_dir, args.checkpoint)
-    # The CLI owns its process: a float64 run is exported in float64.
-    if os.path.isfile(os.path.join(run_dir, "run.json")):
-        if RunSpec.read(run_dir).dtype == "float64":
-            jax.config.update("jax_enable_x64", True)
+    use_run_precision(run_dir)  # a float64 run is exported in float64
     out = args.out or os.path.join(run_dir, f"model{SUFFIX}")
     platforms = tuple(p.strip() for p in args.platforms.split(",")) if args.platforms else None
     meta = export_run(run_dir, out, which, platforms=platforms)

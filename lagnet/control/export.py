@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._version import __version__
-from ..run.files import atomic_write
+from ..run.files import atomic_write, writable_folder
 from ..run.load import load_run
 from .dynamics import Dynamics, linearise
 
@@ -183,11 +183,10 @@ def check_out_path(path: str) -> str:
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder; give a file name, e.g. {path}/model{SUFFIX}")
-    folder = os.path.dirname(os.path.abspath(path))
-    while not os.path.exists(folder):
-        folder = os.path.dirname(folder)
-    if not os.path.isdir(folder):
-        raise ValueError(f"cannot write {path}: {folder} is a file, not a folder")
+    try:
+        writable_folder(os.path.dirname(os.path.abspath(path)))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot write {path}: {getattr(e, 'strerror', None) or e}") from None
     return path
 
 

@@ -132,10 +132,10 @@ def cut_windows(
     candidates, needed = [], {}
     for i, traj in enumerate(trajs):
         rows = np.arange(traj.n_rows - 1)
-        need = np.max([steps_needed(traj.t, rows, h) for h in horizons], axis=0)
-        ok = rows + need <= traj.n_rows - 1
+        each = np.stack([steps_needed(traj.t, rows, h) for h in horizons], axis=1)  # (rows, H)
+        ok = rows + each.max(axis=1) <= traj.n_rows - 1
         candidates += [(i, int(s)) for s in rows[ok]]
-        needed |= {(i, int(s)): int(n) for s, n in zip(rows[ok], need[ok], strict=True)}
+        needed |= {(i, int(s)): n for s, n in zip(rows[ok], each[ok], strict=True)}
     if not candidates:
         raise ValueError(
             f"no evaluation recording is long enough for a horizon of {max(horizons, key=_order).label} "
@@ -149,7 +149,10 @@ def cut_windows(
         rng = np.random.default_rng(seed)
         idx = np.sort(rng.choice(len(candidates), size=min(count, len(candidates)), replace=False))
         chosen = [candidates[j] for j in idx]
-    lengths = np.array([needed[c] for c in chosen])
+    ends = np.stack(
+        [needed[c] for c in chosen], axis=1
+    )  # (H, W): where each horizon ends in each window
+    lengths = ends.max(axis=0)
     steps = int(lengths.max())
 
     # Windows of fewer steps (a recording sampled more coarsely) are padded to one shape with steps of dt = 0,
@@ -172,12 +175,6 @@ def cut_windows(
         dt=jnp.asarray(np.stack([np.pad(d, (0, steps - len(d))) for d in dts]), dtype),
     )
     elapsed = np.cumsum(np.asarray(windows.dt, float), axis=1)
-    ends = np.stack(
-        [
-            np.array([steps_needed(trajs[i].t, np.array([s]), h)[0] for i, s in chosen])
-            for h in horizons
-        ]
-    )
     sources = [f"{trajs[i].source} @ {trajs[i].t[s] - trajs[i].t[0]:.3f} s" for i, s in chosen]
     return EvaluationWindows(windows, horizons, ends, elapsed, lengths, sources)
 

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from .report import _METRICS
+from .report import METRICS
 
 
 def load_metrics(run_dir: str, evaluate_missing: bool = True) -> dict:
@@ -55,7 +55,8 @@ def compare_runs(
     if out_dir:
         from .run import check_writable
 
-        check_writable(out_dir, "the comparison folder")
+        check_writable(out_dir, "the comparison")
+        os.makedirs(out_dir, exist_ok=True)
     rows, units, horizons, seen_systems = {}, {}, {}, set()
     for run, label in zip(run_dirs, run_labels(run_dirs), strict=True):
         m = load_metrics(run)
@@ -73,7 +74,7 @@ def compare_runs(
     names = list(dict.fromkeys(n for r in rows.values() for n in r))
     cols = [f"{n} [{units[n]}]" if n in units else n for n in names]
     tables = []
-    for prefix, metric in _METRICS:
+    for prefix, metric in METRICS:
         head = (
             f"| run ({metric}) | horizon | "
             + " | ".join(cols)

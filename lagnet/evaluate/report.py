@@ -2,7 +2,7 @@
 
 import os
 
-_METRICS = (("", "mean over window"), ("final_", "at horizon"))
+METRICS = (("", "mean over window"), ("final_", "at horizon"))
 
 
 def prediction_labels(metrics: dict) -> dict:
@@ -34,7 +34,7 @@ def horizon_table(metrics: dict, h: dict) -> str:
         "|---|---|" + "---|" * len(names),
     ]
     for key, label in prediction_labels(metrics).items():
-        for prefix, metric in _METRICS:
+        for prefix, metric in METRICS:
             cells = [
                 f"{errors[key][n][prefix + 'mean']:.4g} ± {errors[key][n][prefix + 'std']:.2g}"
                 for n in names

@@ -2,7 +2,6 @@
 horizon, a long rollout (Figure 3) with its physics, figures and a report."""
 
 import os
-import tempfile
 
 import equinox as eqx
 import jax
@@ -14,6 +13,7 @@ from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horiz
 from ..models import PINODE
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
+from ..run.files import writable_folder
 from ..systems.base import AbstractLagrangianDynamics
 from .metrics import (
     energy_error,
@@ -34,16 +34,13 @@ def load_eval_data(config, system, paths=None):
 
 
 def check_writable(folder: str, what: str) -> None:
-    """Fail before any work when `folder` cannot take the evaluation's files (read-only, a file, no space)."""
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise ValueError(f"{what} {folder} is a file, not a folder: give --out a folder")
+    """Fail before any work when `folder` cannot take the evaluation's files (a file, read-only, no space)."""
     try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as e:
+        writable_folder(folder)
+    except (OSError, ValueError) as e:
         raise ValueError(
-            f"cannot write the evaluation to {folder}: {e.strerror or e} (give --out a writable folder)"
+            f"cannot write {what} to {folder}: {getattr(e, 'strerror', None) or e} "
+            "(give --out a writable folder)"
         ) from None
 
 
@@ -173,7 +170,7 @@ def write_figures(metrics, errs, cut, traces, w, model, trajs, out_dir) -> dict:
     return figs
 
 
-def _windows_description(count, stride, starts, seed) -> str:
+def _windows_description(stride, starts, seed) -> str:
     if starts is not None:
         return f"windows starting at {', '.join(f'{s:g}' for s in starts)} s of each recording"
     if stride is not None:
@@ -207,7 +204,8 @@ def evaluate_run(
     run = load_run(run_dir)
     model, config, integrator = run.model, run.config, run.integrator
     out_dir = out_dir or os.path.join(run_dir, "evaluation")
-    check_writable(out_dir, "the evaluation folder")
+    check_writable(out_dir, "the evaluation")
+    os.makedirs(out_dir, exist_ok=True)
     ec = config.evaluation
     horizons = [
         h if isinstance(h, Horizon) else parse_horizon(h, "horizon")
@@ -248,7 +246,8 @@ def evaluate_run(
     bar.set_postfix_str("window errors")
     errs = window_error_samples(model, known_model, integrator, cut.windows, angles)
     per_horizon = horizon_metrics(errs, cut, names)
-    t_curve, _ = error_versus_time(errs["model"], cut.elapsed, cut.lengths)
+    # Every prediction's curve on the same time grid (it depends only on the windows' times).
+    curves = {k: error_versus_time(v, cut.elapsed, cut.lengths) for k, v in errs.items()}
     metrics = {
         "run": run_dir,
         "model_type": config.model.type,
@@ -257,22 +256,15 @@ def evaluate_run(
         "data": list(paths),
         "units": system.state_units,
         "windows": len(cut.sources),
-        "window_selection": _windows_description(windows, stride, starts, config.seed),
+        "window_selection": _windows_description(stride, starts, config.seed),
         # The first horizon's errors stay at the top level (what `lagnet compare` and older readers use).
         "horizon": per_horizon[0]["label"],
         "errors": per_horizon[0]["errors"],
         "horizons": per_horizon,
         "error_vs_time": {
-            "t": t_curve.tolist(),
+            "t": curves["model"][0].tolist(),
             "errors": {
-                k: dict(
-                    zip(
-                        names,
-                        error_versus_time(v, cut.elapsed, cut.lengths)[1].T.tolist(),
-                        strict=True,
-                    )
-                )
-                for k, v in errs.items()
+                k: dict(zip(names, mean.T.tolist(), strict=True)) for k, (_, mean) in curves.items()
             },
         },
     }

@@ -50,6 +50,25 @@ def atomic_write(path: str, write) -> None:
         raise
 
 
+def writable_folder(path: str) -> str:
+    """The folder that writing `path` would write into (`path` itself if it exists, else its nearest existing
+    parent), after checking that a file can be written there; creates nothing.
+
+    Raises `ValueError` if a file stands where the folder would be, `OSError` if it cannot be written
+    (read-only, no permission, no space).
+    """
+    folder = os.path.abspath(path)
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise ValueError(f"{folder} is a file, not a folder")
+    with tempfile.TemporaryFile(dir=folder) as f:
+        f.write(b"0" * 4096)
+        f.flush()
+        os.fsync(f.fileno())
+    return folder
+
+
 def remove_orphans(folder: str) -> list[str]:
     """Delete the temporary files a killed `atomic_write` left in `folder`; returns their names.
 

@@ -36,6 +36,7 @@ from .files import (
     save_yaml,
     sha256_file,
     tree_bytes,
+    writable_folder,
     write_bytes,
 )
 from .load import CONFIG_FILE, as_dtype, check_precision
@@ -150,23 +151,12 @@ def check_output_dir(run_dir: str, min_free_bytes: int = 20_000_000) -> None:
     Probes the run directory, or its nearest existing parent, without creating either: a run that fails
     validation afterwards leaves nothing behind.
     """
-    folder = os.path.abspath(run_dir)
-    while not os.path.exists(folder):
-        folder = os.path.dirname(folder)
     try:
-        if not os.path.isdir(folder):
-            raise NotADirectoryError(0, f"{folder} is a file")
-        probe = os.path.join(folder, f".write-test-{os.getpid()}-{jax.process_index()}")
-        try:
-            with open(probe, "wb") as f:
-                f.write(b"0" * 4096)
-                f.flush()
-                os.fsync(f.fileno())
-        finally:
-            if os.path.exists(probe):
-                os.unlink(probe)
-    except OSError as e:
-        raise ValueError(f"run directory {run_dir!r} is not writable: {e.strerror or e}") from None
+        folder = writable_folder(run_dir)
+    except (OSError, ValueError) as e:
+        raise ValueError(
+            f"run directory {run_dir!r} is not writable: {getattr(e, 'strerror', None) or e}"
+        ) from None
     free = shutil.disk_usage(folder).free
     if free < min_free_bytes:
         raise ValueError(

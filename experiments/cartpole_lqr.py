@@ -54,11 +54,11 @@ OUT = os.path.join(HERE, "out")
 RUNS = {
     "PINODE": ("cartpole_pinode.yaml", "runs/control/cartpole_pinode"),
     "pure ODE": ("cartpole_pure_ode.yaml", "runs/control/cartpole_pure_ode"),
-    # The PINODE whose network does not see the cart's position (its forces cannot depend on it).
+    # The PINODE whose network does not see the cart's position (x, the cart-pole's cyclic coordinate).
     "PINODE, x hidden": (
         "cartpole_pinode.yaml",
         "runs/control/cartpole_pinode_x_hidden",
-        ["model.hide_position=[x]"],
+        ["model.hide_position=cyclic"],
     ),
 }
 COLOURS = {
@@ -140,14 +140,24 @@ def design(dyn: Dynamics, own_trim: bool = False) -> dict:
     step = augmented_step(dyn)
     key = jax.random.key(0)  # the same sample of states for every model
     jacobians = {
-        "at trim": (linearise(dyn.f, x_eq, u_eq), linearise(step, z_eq, u_eq)),
+        "at trim": (
+            linearise(dyn.f, x_eq, u_eq),
+            linearise(step, z_eq, u_eq),
+            linearise(dyn.step, x_eq, u_eq),
+        ),
         "averaged": (
             linearise_averaged(dyn.f, x_eq, u_eq, SPREAD, key=key),
             linearise_averaged(step, z_eq, u_eq, spread_z, key=key),
+            linearise_averaged(dyn.step, x_eq, u_eq, SPREAD, key=key),
         ),
     }
     gains, stable = {}, {}
-    for lin, ((a, b), (ad, bd)) in jacobians.items():
+    for lin, ((a, b), (ad, bd), (ah, bh)) in jacobians.items():
+        # Discrete, on x alone with the input held over the history (`step(x, u)` repeats u): the design sees
+        # only the sum of the lags' effects, as the continuous one does, not how the model splits it between them.
+        k_h, _ = dlqr(ah, bh, Q * dyn.dt, R * dyn.dt)
+        stable[(lin, "held input")] = closed_loop_stable(ah, bh, k_h, discrete=True)
+        gains[(lin, "held input")] = np.concatenate([k_h, np.zeros((m, H_MAX * m))], axis=1)
         # The sampled cost Σ (xᵀQx + uᵀRu) dt: the discrete weights are the continuous ones times dt.
         k_d, _ = dlqr(ad, bd, q_z * dyn.dt, R * dyn.dt)
         # Continuous time has no input history: f holds the current input over it (the steady state).
@@ -157,9 +167,14 @@ def design(dyn: Dynamics, own_trim: bool = False) -> dict:
         pad = np.zeros((m, (H_MAX - h) * m))
         gains[(lin, "discrete")] = np.concatenate([k_d, pad], axis=1)
         gains[(lin, "continuous")] = np.concatenate([k_c, np.zeros((m, H_MAX * m))], axis=1)
+    # How the model splits an input's effect on the next velocities between u_k, u_k−1, … (averaged Jacobian of
+    # the step on z): with inputs as smooth as the recording's, only the sum is well determined by the data.
+    lag_split = np.asarray(jacobians["averaged"][1][0])[2:4, 4:] if h else np.zeros((2, 0))
+    lag_split = np.concatenate([np.asarray(jacobians["averaged"][1][1])[2:4], lag_split], axis=1)
     return {
         "x_eq": np.asarray(x_eq),
         "u_eq": np.asarray(u_eq),
+        "velocity_gain_per_lag": lag_split,
         "trim_residual": float(res),
         "input_history": h,
         "gains": gains,
@@ -332,6 +347,7 @@ def main():
                 "u_eq": d["u_eq"].tolist(),
                 "trim_residual": d["trim_residual"],
                 "input_history": d["input_history"],
+                "velocity_gain_per_lag": d["velocity_gain_per_lag"].tolist(),
                 "open_loop_poles": [repr(complex(p)) for p in d["open_loop_poles"]],
                 "designs": {},
             },
@@ -354,6 +370,11 @@ def main():
             f"{fmt(own):>7}   {np.round(gain, 1)}"
         )
     print(f"* mean over the {all_ok.sum()} tilts that every design balancing any tilt balanced")
+    print(
+        "\n∂(ẋ, φ̇)⁺ / ∂(u_k, u_k−1, u_k−2), averaged (the split of an input's effect between the lags):"
+    )
+    for model, d in designs.items():
+        print(f"  {model:<16} {np.round(d['velocity_gain_per_lag'], 4).tolist()}")
     results["seconds"] = {
         "design": t_design,
         "closed_loops": t_loop,

@@ -3,9 +3,9 @@
 The closed loops of benchmarks/mpc.py (same models, horizon, cost, bounds and initial states; see its docstring),
 on the rig's true plant through its actuator, plotted: the pole's angle from upright, the cart's position and the
 commanded force, lagnet solid, IPOPT dashed. On the PINODE one IPOPT solve takes seconds, so IPOPT is timed at
-lagnet's states there and has no closed loop of its own (benchmarks/mpc.py).
+lagnet's states there, and runs its own closed loop with its iterations capped (dotted).
 
-    python experiments/cartpole_mpc.py [--states 2] [--duration 5]
+    python experiments/cartpole_mpc.py [--states 2] [--duration 5] [--bench-json benchmarks/results/mpc.json]
 
 Trains (if absent) runs/control/cartpole_pinode; writes experiments/out/cartpole_mpc.{json,png}.
 """
@@ -30,6 +30,9 @@ from lagnet.data.angles import wrap  # noqa: E402
 
 OUT = os.path.join(HERE, "out")
 STYLE = {"lagnet": dict(color="#1f77b4", ls="-"), "IPOPT": dict(color="#d68910", ls="--")}
+CAPPED_STYLE = dict(
+    color="#c0392b", ls=":"
+)  # IPOPT with its iterations capped (its own closed loop)
 
 
 def plot(raw: dict, record: dict, path: str) -> None:
@@ -45,9 +48,10 @@ def plot(raw: dict, record: dict, path: str) -> None:
                 t = bench.DT * np.arange(len(xs))
                 tag = f"{name}: {r['success']}/{r['runs']} up, cost {r['mean_cost']:.2f}"
                 kw = dict(lw=1.0, alpha=1.0 if j == 0 else 0.6, label=tag if j == 0 else None)
-                axes[0, col].plot(t, wrap(xs[:, 1] - np.pi), **STYLE[name], **kw)
-                axes[1, col].plot(t, xs[:, 0], **STYLE[name], **kw)
-                axes[2, col].step(t[:-1], us[:, 0], where="post", **STYLE[name], **kw)
+                style = STYLE.get(name, CAPPED_STYLE)
+                axes[0, col].plot(t, wrap(xs[:, 1] - np.pi), **style, **kw)
+                axes[1, col].plot(t, xs[:, 0], **style, **kw)
+                axes[2, col].step(t[:-1], us[:, 0], where="post", **style, **kw)
         for y in (-bench.TOLERANCE, bench.TOLERANCE):
             axes[0, col].axhline(y, color="k", lw=0.5, ls=":")
         for y in (-bench.X_SAFE, bench.X_SAFE):
@@ -64,7 +68,7 @@ def plot(raw: dict, record: dict, path: str) -> None:
     fig.suptitle(
         f"Cart-pole rig (true plant + drive): swing-up and balance, H = {bench.HORIZON} × {bench.DT} s, "
         f"|u| ≤ {bench.U_MAX} N; lagnet ProjectedMPC ({bench.ITERATIONS} L-BFGS steps/sample) solid, "
-        "IPOPT (multiple shooting) dashed",
+        f"IPOPT (multiple shooting) dashed, IPOPT capped at {bench.CAPPED_IPOPT_ITER} iterations dotted",
         fontsize=10,
     )
     fig.tight_layout()
@@ -77,9 +81,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--states", type=int, default=2)
     parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument(
+        "--bench-json",
+        help="also write the benchmark's record here (benchmarks/results/mpc.json): one run for both",
+    )
     args = parser.parse_args()
+    load_before = bench.load()
     t0 = time.perf_counter()
     raw, record = bench.run(args.states, args.duration)
+    if args.bench_json:
+        ca = bench.casadi_or_none(False)
+        result = bench.report(
+            record, args.states, args.duration, ca, load_before, time.perf_counter() - t0
+        )
+        bench.write(args.bench_json, "mpc", result)
     os.makedirs(OUT, exist_ok=True)
     with open(os.path.join(OUT, "cartpole_mpc.json"), "w") as f:
         json.dump(

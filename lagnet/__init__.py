@@ -32,7 +32,6 @@ from .integrators import AbstractImplicitIntegrator as AbstractImplicitIntegrato
 from .integrators import AbstractIntegrator as AbstractIntegrator
 from .integrators import AbstractRootFinder as AbstractRootFinder
 from .integrators import BackwardEuler as BackwardEuler
-from .integrators import DiffraxReference as DiffraxReference
 from .integrators import ForwardEuler as ForwardEuler
 from .integrators import Leapfrog as Leapfrog
 from .integrators import Newmark as Newmark
@@ -61,9 +60,11 @@ from .systems import Pendulum as Pendulum
 
 def __getattr__(name):
     # Training and evaluation pull in the optimiser, the training loop and plotting: loaded when first used,
-    # so that `import lagnet` (and loading a run into a controller) does not.
+    # so that `import lagnet` (and loading a run into a controller) does not; so is diffrax.
     import importlib
 
+    if name == "DiffraxReference":
+        return integrators.DiffraxReference
     if name in ("train", "evaluate"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "fit":

@@ -171,3 +171,33 @@ def test_hidden_positions_do_not_reach_the_network(key):
     a = feats(jnp.array([0.0, 2.0]), qd, u)
     b = feats(jnp.array([0.25, 2.0]), qd, u)
     np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "model, hide, hidden",
+    [
+        ({"type": "pinode"}, None, (False, False)),  # default: every position seen
+        (
+            {"type": "pinode"},
+            "cyclic",
+            (True, False),
+        ),  # the system's cyclic coordinates: the cart's x
+        ({"type": "blackbox"}, "cyclic", (True, False)),
+        ({"type": "blackbox"}, ["x"], (True, False)),
+        ({"type": "pinode"}, ["phi"], (False, True)),
+    ],
+)
+def test_hide_position_by_name_or_the_cyclic_coordinates(model, hide, hidden):
+    from lagnet.config import build_model, validate
+
+    section = {**model, "width": 4} | ({} if hide is None else {"hide_position": hide})
+    config = validate({"system": {"name": "cartpole"}, "model": section})
+    built = build_model(config, CartPole(), None, key=jax.random.key(0))
+    assert built.features.hide_position == hidden
+
+
+def test_hide_position_refuses_other_words():
+    from lagnet.config import ConfigError, validate
+
+    with pytest.raises(ConfigError, match="model.hide_position.*cyclic"):
+        validate({"system": {"name": "cartpole"}, "model": {"hide_position": "all"}})

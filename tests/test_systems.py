@@ -268,3 +268,28 @@ def test_metadata():
 def test_bad_parameters(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.mark.parametrize("name", SYSTEMS)
+def test_cyclic_coordinates_are_cyclic(name):
+    """A declared cyclic coordinate q_i leaves M, V, B and the Coriolis force unchanged: their derivatives in q_i
+    are exactly zero at random states (and every system that declares none has some q_i they depend on)."""
+    system = SYSTEMS[name]
+    cyclic = [system.coordinate_names.index(c) for c in system.cyclic_coordinates]
+    assert len(set(cyclic)) == len(system.cyclic_coordinates)
+    for seed in range(3):
+        q, qd, _ = random_state(system, seed)
+        parts = {
+            "mass_matrix": jax.jacfwd(system.mass_matrix)(q),
+            "potential_energy": jax.grad(system.potential_energy)(q)[None],
+            "input_matrix": jax.jacfwd(system.input_matrix)(q),
+            "coriolis": jax.jacfwd(lambda q_, v=qd: system.coriolis(q_, v) @ v)(q)[None],
+        }
+        for part, d in parts.items():
+            for i in cyclic:
+                assert np.all(np.asarray(d)[..., i] == 0.0), (name, part, i)
+
+
+def test_cartpole_position_is_cyclic():
+    assert CartPole().cyclic_coordinates == ("x",)
+    assert Pendulum().cyclic_coordinates == () and DoublePendulum().cyclic_coordinates == ()

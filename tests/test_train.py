@@ -370,3 +370,30 @@ def test_step_budget_selection_metric_and_time_split_reach_the_run(pendulum_csv,
     assert "time: load " in capsys.readouterr().out
     with pytest.raises(ConfigError, match="training.select_by must be one of"):
         config.replace(training={"select_by": "val"})
+
+
+def test_a_pinode_starts_from_the_physics_of_a_pure_ode_run(pendulum_csv, tmp_path):
+    """Two stages: a pure ODE run learns friction and the centre-of-mass distance; a PINODE started from it begins
+    with exactly those values (its network fresh), trains, and its identity names the run it started from."""
+    friction = {"coulomb": ["theta"], "viscous": ["theta"], "fit": "none"}
+    first = config_for(pendulum_csv, type="pure_ode", friction=friction, learn_parameters=["com"])
+    physics = train(first, str(tmp_path / "physics"), progress=False).model
+    assert physics.friction.values_by_term()["viscous"][0] > 0  # trained away from its start at 0
+    second = config_for(pendulum_csv, friction=friction, learn_parameters=["com"])
+    second = second.replace(model={"start_from": str(tmp_path / "physics")})
+    from lagnet.run.training import _start_from, run_identity
+
+    started = _start_from(
+        second.model.start_from, build_model(second, Pendulum(), None, key=jax.random.key(0))
+    )
+    assert started.friction.values_by_term() == physics.friction.values_by_term()
+    np.testing.assert_array_equal(started.parameters["com"].value, physics.parameters["com"].value)
+    assert run_identity(second)["model"]["start_from"]["sha256"] != "missing"
+    result = train(second, str(tmp_path / "residual"), progress=False)
+    assert result.epochs >= 1
+    with pytest.raises(ConfigError, match="model.start_from.*no trained run"):
+        _start_from(str(tmp_path / "nowhere"), started)
+    # A black box holds no physics to start from.
+    train(config_for(pendulum_csv, type="blackbox"), str(tmp_path / "bb"), progress=False)
+    with pytest.raises(ConfigError, match="model.start_from.*BlackBox, not a PINODE"):
+        _start_from(str(tmp_path / "bb"), started)

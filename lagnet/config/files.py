@@ -14,7 +14,7 @@ from .sources import is_file, split_source
 def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
     """Read a YAML config, apply `key.path=value` overrides, validate.
 
-    Data paths and a system's source file are resolved relative to the config file's folder.
+    Data paths, a system's source file and `model.start_from` are resolved relative to the config file's folder.
     """
     path = os.fspath(path)
     user = _read_yaml(path)
@@ -33,6 +33,9 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
         test=resolve(config.data.test),
         validation=resolve(config.data.validation),
     )
+    model = config.model
+    if model.start_from is not None:
+        model = dataclasses.replace(model, start_from=resolve([model.start_from])[0])
     system = config.system
     if system.source is not None:
         location, function = split_source(system.source)
@@ -40,7 +43,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
             location = resolve([location])[0]
         source = location if function is None else f"{location}:{function}"
         system = dataclasses.replace(system, source=source)
-    return dataclasses.replace(config, data=data, system=system)
+    return dataclasses.replace(config, data=data, system=system, model=model)
 
 
 def apply_override(user: dict, item: str, *, source: str = "--set") -> None:

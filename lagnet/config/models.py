@@ -17,6 +17,7 @@ from ..models import (
     StateFeatures,
     fit_friction,
     make_mlp,
+    residual_force,
 )
 from ..systems.base import AbstractSystem
 from ..systems.friction import TERMS, JointFriction
@@ -58,21 +59,10 @@ def output_scale(setting, size: int, target=None, key: str = "model.output_scale
     return 3 * np.where(spread > 1e-12, spread, 1.0)
 
 
-def residual_force(system: AbstractSystem, stats: dict, friction=None):
-    """M q̈ − (B u − C q̇ − G) − Q_f(q̇) on the samples: what a residual network must supply, (N, n)."""
-
-    def one(q, qd, qdd, u):
-        r = system.mass_matrix(q) @ qdd - system.generalised_force(q, qd, u)
-        return r - friction(qd) if friction is not None else r
-
-    m = system.n_inputs
-    args = (jnp.asarray(stats[k]) for k in ("q", "qd", "qdd"))
-    return np.asarray(jax.vmap(one)(*args, jnp.asarray(stats["u"][:, :m])))
-
-
 def _features(config, system: AbstractSystem, stats) -> StateFeatures:
     mc = config.model
-    hidden_idx = coordinate_indices(system, mc.hide_position, "model.hide_position")
+    names = system.cyclic_coordinates if mc.hide_position == "cyclic" else mc.hide_position
+    hidden_idx = coordinate_indices(system, names, "model.hide_position")
     hidden = tuple(i in hidden_idx for i in range(system.n_dof))
     if stats is not None:
         return StateFeatures.from_data(
@@ -191,7 +181,18 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         else tuple(range(system.n_dof))
     )
     network = _mlp(config, features, len(force_on), zero=mc.zero_init, key=key)
-    target = None if stats is None else residual_force(system, stats, friction)[:, list(force_on)]
+    target = (
+        None
+        if stats is None
+        else residual_force(
+            system,
+            stats["q"],
+            stats["qd"],
+            stats["qdd"],
+            stats["u"][:, : system.n_inputs],
+            friction,
+        )[:, list(force_on)]
+    )
     scale = output_scale(mc.output_scale, len(force_on), target)
     return PINODE(
         system,

@@ -65,6 +65,12 @@ def list_of(kind):
     return check
 
 
+def _hide_position(x):
+    if isinstance(x, str):
+        return None if x == "cyclic" else "must be a list of coordinate names or 'cyclic'"
+    return list_of(str)(x)
+
+
 def _horizon(x):
     try:
         parse_horizon(x)
@@ -234,12 +240,13 @@ class ModelConfig(_Section):
     force_on: list | None = option(
         None, (list,), "coordinates (names) the residual force acts on; null: all", nullable=True
     )
-    hide_position: list = option(
+    hide_position: list | str = option(
         [],
-        (list,),
-        "coordinates whose position the network does not see (only their velocity), e.g. [x] for a "
-        "cart whose forces cannot depend on where it is",
-        list_of(str),
+        (list, str),
+        "coordinates whose position the network does not see (only their velocity): a list of names, or "
+        "cyclic: the system's cyclic coordinates, those its known physics does not depend on (the cart-pole's "
+        "x). Not the default: the rig may depend on them where the known physics does not (end stops)",
+        _hide_position,
     )
     input_history: int = option(
         0, (int,), "past inputs the network also sees (actuator lag)", non_negative
@@ -251,6 +258,14 @@ class ModelConfig(_Section):
         "system parameters to learn: names, or {name: {lower, upper, scale}} (default lower 0: kept "
         "non-negative; may start at 0)",
         _learn_parameters,
+    )
+    start_from: str | None = option(
+        None,
+        (str,),
+        "a trained run (folder, relative to the config) whose physics a PINODE starts from: the values of the "
+        "parameters it learned and its friction coefficients (a two-stage fit: identify the physics with a "
+        "pure ODE run, then learn the residual); null: the config's values",
+        nullable=True,
     )
     learn_mass: bool = option(False, (bool,), "potential model: learn a constant SPD mass matrix")
     dissipation: bool = option(

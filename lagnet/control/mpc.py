@@ -88,6 +88,16 @@ class MPCSolution(eqx.Module):
     costs: Float[Array, " iterations"]
 
 
+def _stored_value_and_grad(state):
+    """`state ↦ (J, ∇J)` at the point a line search in `state` accepted, or None for an optimiser without one."""
+    try:
+        if optax.tree.get(state, "value") is None or optax.tree.get(state, "grad") is None:
+            return None
+    except (KeyError, ValueError):
+        return None
+    return lambda s: (optax.tree.get(s, "value"), optax.tree.get(s, "grad"))
+
+
 class ProjectedMPC(eqx.Module):
     """Optimise the inputs directly within their bounds by projected first-order steps through the rollout:
 
@@ -100,7 +110,10 @@ class ProjectedMPC(eqx.Module):
     warm start's (projected first-order steps need not decrease J monotonically).
 
     `optimiser` is any optax transformation (default Adam at `learning_rate`); one that needs the objective, such as
-    `optax.lbfgs()` with its line search, gets `value`, `grad` and `value_fn` as extra arguments. `u_past` (k, m),
+    `optax.lbfgs()` with its line search, gets `value`, `grad` and `value_fn` as extra arguments; the J and ∇J its
+    line search leaves in its state are reused for the next iterate (when the projection does not move it). A line
+    search's step count varies: for a bounded solve time bound it too, e.g. `optax.lbfgs(linesearch=
+    optax.scale_by_zoom_linesearch(max_linesearch_steps=6))`. `u_past` (k, m),
     newest first, are the inputs already applied, for a model with an input history of k.
     """
 
@@ -142,23 +155,37 @@ class ProjectedMPC(eqx.Module):
             return self.cost(us, x0, u_past)
 
         us0 = self.project(us_init)
-        c0 = objective(us0)
+        state0 = opt.init(us0)
+        # A line search (optax.lbfgs's zoom) leaves J and ∇J at the point it accepted in its state: when the
+        # projection leaves that point where it is, they are the next iterate's, and need not be computed again.
+        stored = _stored_value_and_grad(state0)
+        value_and_grad = jax.value_and_grad(objective)
 
         def body(carry, _):
-            us, state, best, best_cost = carry
-            c, g = jax.value_and_grad(objective)(us)
+            us, state, best, best_cost, c, g = carry
             # The iterate's cost comes with its gradient: keeping the cheapest costs nothing extra.
             better = c < best_cost
             best = jnp.where(better, us, best)
             best_cost = jnp.where(better, c, best_cost)
             updates, state = opt.update(g, state, us, value=c, grad=g, value_fn=objective)
-            us = self.project(optax.apply_updates(us, updates))
-            return (us, state, best, best_cost), c
+            candidate = optax.apply_updates(us, updates)
+            new = self.project(candidate)
+            if stored is None:
+                c_new, g_new = value_and_grad(new)
+            else:
+                value, grad = stored(state)
+                reuse = jnp.all(new == candidate) & jnp.isfinite(value)
+                c_new, g_new = jax.lax.cond(
+                    reuse, lambda u: (value.astype(c.dtype), grad), value_and_grad, new
+                )
+            return (new, state, best, best_cost, c_new, g_new), c
 
-        init = (us0, opt.init(us0), us0, c0)
-        (us, _, best, best_cost), costs = jax.lax.scan(body, init, None, length=self.iterations)
-        # The last step's result has not been scored yet.
-        c = objective(us)
+        c0, g0 = value_and_grad(us0)
+        init = (us0, state0, us0, jnp.asarray(jnp.inf, c0.dtype), c0, g0)
+        (us, _, best, best_cost, c, _), costs = jax.lax.scan(
+            body, init, None, length=self.iterations
+        )
+        # The last iterate is scored (its cost came with it) but not yet compared.
         better = c < best_cost
         return MPCSolution(jnp.where(better, us, best), jnp.where(better, c, best_cost), costs)
 

@@ -14,7 +14,6 @@ from .centred_implicit import CentredImplicit as CentredImplicit
 from .centred_implicit import NewtonSolution as NewtonSolution
 from .centred_implicit import centred_velocities as centred_velocities
 from .conservative_duffing import ConservativeDuffing as ConservativeDuffing
-from .diffrax_reference import DiffraxReference as DiffraxReference
 from .forward_euler import ForwardEuler as ForwardEuler
 from .leapfrog import Leapfrog as Leapfrog
 from .linearly_implicit_euler import LinearlyImplicitEuler as LinearlyImplicitEuler
@@ -23,3 +22,12 @@ from .newton import Newton as Newton
 from .rk4 import RK4 as RK4
 from .symplectic_euler import SymplecticEuler as SymplecticEuler
 from .variational import Variational as Variational
+
+
+def __getattr__(name):
+    # diffrax takes about half a second to import and only reference solutions use it: loaded on first use.
+    if name == "DiffraxReference":
+        from .diffrax_reference import DiffraxReference
+
+        return DiffraxReference
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,38 @@
 """Least-squares identification of joint friction from data (PINODE eq. 13, any friction shape)."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 
 from ..systems.base import AbstractSystem
 from ..systems.friction import TERMS, JointFriction
+
+
+@eqx.filter_jit
+def _residual(system, q, qd, qdd, u, known):
+    def one(q, qd, qdd, u):
+        r = system.mass_matrix(q) @ qdd - system.generalised_force(q, qd, u)
+        return r if known is None else r - known(qd)
+
+    return jax.vmap(one)(q, qd, qdd, u)
+
+
+def residual_force(
+    system: AbstractSystem,
+    q: np.ndarray,
+    qd: np.ndarray,
+    qdd: np.ndarray,
+    u: np.ndarray,
+    known: JointFriction | None = None,
+) -> np.ndarray:
+    """r = M(q) q̈ − (B u − C q̇ − G) − Q_known(q̇) on samples (N, n): the force the known physics leaves unexplained.
+
+    One compiled program for all samples: evaluated op by op, each of the model's small operations would be
+    compiled on its own, which took seconds before a run could start.
+    """
+    args = (jnp.asarray(a) for a in (q, qd, qdd, u))
+    return np.asarray(_residual(system, *args, known))
 
 
 def fit_friction(
@@ -27,15 +53,7 @@ def fit_friction(
     smoothed derivative of the measured velocities). Non-negative: a friction term never creates energy.
     `known` friction (given coefficients) is held fixed: the fit explains the residual r − Q_known.
     """
-    residual = np.asarray(
-        jax.vmap(
-            lambda q_, qd_, qdd_, u_: (
-                system.mass_matrix(q_) @ qdd_ - system.generalised_force(q_, qd_, u_)
-            )
-        )(jnp.asarray(q), jnp.asarray(qd), jnp.asarray(qdd), jnp.asarray(u))
-    )
-    if known is not None:
-        residual = residual - np.asarray(jax.vmap(known)(jnp.asarray(qd)))
+    residual = residual_force(system, q, qd, qdd, u, known)
     columns = template.regressors(qd)
     fitted: dict[str, dict[int, float]] = {t: {} for t in TERMS}
     for i in range(system.n_dof):
@@ -44,6 +62,8 @@ def fit_friction(
             continue
         a = np.stack([columns[t][:, i] for t in terms], axis=1)
         # r_i = −A x with x ≥ 0  ⇔  min |A x + r_i|.
+        import scipy.optimize  # here: it takes a noticeable part of `import lagnet`
+
         coeffs, _ = scipy.optimize.nnls(a, -residual[:, i])
         for t, v in zip(terms, coeffs, strict=True):
             fitted[t][i] = float(v)

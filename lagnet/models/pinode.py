@@ -119,3 +119,61 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         u = self.history.or_zeros(u, q.dtype)
         force = self.nonconservative_force(q, qd, u)
         return self.known_system.acceleration(q, qd, self.history.current(u), force)
+
+
+def start_physics_from(model: PINODE, source: AbstractModel) -> PINODE:
+    """`model` with the physics `source` ended with: the values of the parameters `source` learned (kept in
+    `model`'s bounds where `model` learns them too) and its friction coefficients on the terms both have;
+    `model`'s network and everything else stay as they are.
+
+    A two-stage fit: identify the physics first (e.g. a pure ODE model trained through the solver), then learn
+    the residual network from there, instead of both at once from the given values.
+    """
+    if not isinstance(source, PINODE):
+        raise ValueError(f"the run to start from holds a {type(source).__name__}, not a PINODE")
+    if type(source.system) is not type(model.system) or source.n_dof != model.n_dof:
+        raise ValueError(
+            f"the run to start from models a {type(source.system).__name__} with {source.n_dof} coordinates, "
+            f"this one a {type(model.system).__name__} with {model.n_dof}"
+        )
+    learned = {k: p.value for k, p in source.parameters.items()}
+    fixed = {k: v for k, v in learned.items() if k not in model.parameters}
+    system = model.system.with_parameters(fixed) if fixed else model.system
+    parameters = dict(model.parameters)
+    for k, p in model.parameters.items():
+        if k in learned:
+            try:
+                parameters[k] = Bounded(
+                    learned[k], lower=p.lower, upper=p.upper, scale=float(p.scale)
+                )
+            except ValueError as e:
+                raise ValueError(
+                    f"learned parameter {k}: the run to start from ended at {e}"
+                ) from None
+    friction = model.friction
+    if friction is not None and source.friction is not None:
+        shape = ("shape", "epsilon", "stribeck_velocity")
+        if any(getattr(friction, a) != getattr(source.friction, a) for a in shape):
+            raise ValueError(
+                "friction: the run to start from has shape "
+                f"{[getattr(source.friction, a) for a in shape]}, this model "
+                f"{[getattr(friction, a) for a in shape]} (shape, epsilon, stribeck_velocity)"
+            )
+        given = source.friction.values_by_term()
+        values = {
+            term: {i: given.get(term, {}).get(i, c) for i, c in by_index.items()}
+            for term, by_index in friction.values_by_term().items()
+        }
+        friction = JointFriction(
+            friction.n,
+            **values,
+            shape=friction.shape,
+            epsilon=friction.epsilon,
+            stribeck_velocity=friction.stribeck_velocity,
+        )
+    model = eqx.tree_at(lambda m: m.system, model, system)
+    if parameters:
+        model = eqx.tree_at(lambda m: m.parameters, model, parameters)
+    if friction is not None:
+        model = eqx.tree_at(lambda m: m.friction, model, friction)
+    return model

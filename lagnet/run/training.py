@@ -24,6 +24,7 @@ from .._version import __version__
 from ..config import Config, ConfigError, build_integrator, build_model, build_system
 from ..config.sources import source_file, split_source
 from ..data.windows import make_windows, split_by_file, split_by_time
+from ..models import PINODE, start_physics_from
 from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
 from ..train.fit import Callback, TrainingDiverged, TrainState, fit
 from ..train.loss import StateLoss
@@ -201,10 +202,28 @@ def _saved_config(config: Config) -> dict:
     return out
 
 
+def _start_from(run_dir: str, model):
+    """`model.start_from`: the model with the physics of the run in `run_dir` (its best checkpoint)."""
+    from .load import load_run
+
+    key = "model.start_from"
+    if not isinstance(model, PINODE):
+        raise ConfigError(
+            f"{key}: a {type(model).__name__} has no physics to start; a PINODE (pinode, pure_ode) has"
+        )
+    if not os.path.exists(os.path.join(run_dir, "checkpoints", "best.eqx")):
+        raise ConfigError(f"{key}: {run_dir!r} holds no trained run (no checkpoints/best.eqx)")
+    try:
+        return start_physics_from(model, load_run(run_dir).model)
+    except ValueError as e:
+        raise ConfigError(f"{key}: {run_dir}: {e}") from None
+
+
 def run_identity(config: Config) -> dict:
     """What makes checkpoints a run's own: its config (all but the budget `training.epochs | max_steps |
     max_seconds`, which a resume may raise),
-    the bytes of its system source file and of every training and validation data file.
+    the bytes of its system source file, of the model it starts from and of every training and validation data
+    file.
 
     Recorded in the checkpoint manifest with every state, so `--resume` compares against the run that wrote the
     states, not against a config.yaml that a later (killed) run may have replaced.
@@ -221,6 +240,14 @@ def run_identity(config: Config) -> dict:
             "file": os.path.basename(path),
             "function": split_source(source)[1],
             "sha256": (sha256_file(path) or "missing")[:16],
+        }
+    start = config.model.start_from
+    if start is not None:
+        # The model it starts from, by content: a resume must start from the same physics.
+        best = os.path.join(start, "checkpoints", "best.eqx")
+        saved["model"]["start_from"] = {
+            "run": os.path.basename(os.path.normpath(start)),
+            "sha256": (sha256_file(best) or "missing")[:16],
         }
     # 64 bits of each file's SHA-256 tell the files apart and keep the message of a difference readable.
     data = {
@@ -397,7 +424,10 @@ def train_run(
     system = build_system(config)
     train_trajs, val_trajs = load_training_data(config, system)
     stats = sample_statistics(train_trajs, window=config.data.derivative_window)
-    model = as_dtype(build_model(config, system, stats, key=model_key), dtype)
+    model = build_model(config, system, stats, key=model_key)
+    if config.model.start_from is not None:
+        model = _start_from(config.model.start_from, model)
+    model = as_dtype(model, dtype)
     integrator = build_integrator(config)
     loss = make_loss(config, system, stats)
     tc = config.training

@@ -87,6 +87,14 @@ class AbstractSystem(AbstractLagrangianDynamics):
         return self.coordinate_names + tuple(f"{c}_dot" for c in self.coordinate_names)
 
     @property
+    def cyclic_coordinates(self) -> tuple[str, ...]:
+        """Coordinates the physics does not depend on: M, V and B are the same wherever they are (∂L/∂q_i = 0 and
+        no input or force varies with q_i), as a cart's position on a level rail. None by default; a system
+        declares them. `model.hide_position: cyclic` hides them from a network (not by default: a real rig may
+        depend on them where the known physics does not, e.g. at end stops)."""
+        return ()
+
+    @property
     def coordinate_units(self) -> tuple[str, ...]:
         """The unit of each coordinate: rad for angles, m otherwise; a system with other coordinates overrides
         this. Velocities are in these units per second, generalised forces in N·m (angles) or N (lengths)."""

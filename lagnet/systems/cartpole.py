@@ -51,6 +51,11 @@ class CartPole(AbstractSystem):
         return ("force",)
 
     @property
+    def cyclic_coordinates(self):
+        # A level rail: nothing in M, V or B depends on where the cart is.
+        return ("x",)
+
+    @property
     def angles(self):
         return (False, True)
 

@@ -169,8 +169,10 @@ def design(dyn: Dynamics, own_trim: bool = False) -> dict:
         gains[(lin, "continuous")] = np.concatenate([k_c, np.zeros((m, H_MAX * m))], axis=1)
     # How the model splits an input's effect on the next velocities between u_k, u_k−1, … (averaged Jacobian of
     # the step on z): with inputs as smooth as the recording's, only the sum is well determined by the data.
-    lag_split = np.asarray(jacobians["averaged"][1][0])[2:4, 4:] if h else np.zeros((2, 0))
-    lag_split = np.concatenate([np.asarray(jacobians["averaged"][1][1])[2:4], lag_split], axis=1)
+    a_z, b_z = (np.asarray(j) for j in jacobians["averaged"][1])
+    lag_split = np.concatenate(
+        [b_z[2:4], a_z[2:4, 4:]], axis=1
+    )  # columns u_k, then z's past inputs
     return {
         "x_eq": np.asarray(x_eq),
         "u_eq": np.asarray(u_eq),

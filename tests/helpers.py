@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from lagnet.config import validate
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
 from lagnet.rollout import rollout
@@ -104,3 +105,28 @@ def relative_error(a, b) -> float:
     """‖a − b‖ / ‖b‖ (flattened)."""
     a, b = np.ravel(np.asarray(a)), np.ravel(np.asarray(b))
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def tiny_pinode_config(path, input_history, name="control_test"):
+    """A one-epoch PINODE run on a pendulum CSV (input history 0 or more): what the control and export tests load."""
+    return validate(
+        {
+            "name": name,
+            "dtype": "float64",
+            "system": {"name": "pendulum"},
+            "model": {
+                "type": "pinode",
+                "width": 8,
+                "zero_init": False,
+                "input_history": input_history,
+                "friction": {"viscous": ["theta"]},
+            },
+            "data": {
+                "train": [path],
+                "test": [path],
+                "mapping": dict(PENDULUM_MAPPING),
+            },
+            "training": {"epochs": 1, "batch_size": 32, "horizon": 3, "patience": 5},
+            "evaluation": {"windows": 10, "horizon": 5, "long_horizon": 10},
+        }
+    )

@@ -4,9 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import tiny_pinode_config, write_pendulum_csv
 
-from lagnet.config import validate
 from lagnet.control import Dynamics, closed_loop_stable, dlqr, find_equilibrium, linearise, load
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
@@ -25,33 +24,9 @@ def pendulum_csv(tmp_path_factory):
     )
 
 
-def tiny_config(path, input_history):
-    return validate(
-        {
-            "name": "control_test",
-            "dtype": "float64",
-            "system": {"name": "pendulum"},
-            "model": {
-                "type": "pinode",
-                "width": 8,
-                "zero_init": False,
-                "input_history": input_history,
-                "friction": {"viscous": ["theta"]},
-            },
-            "data": {
-                "train": [path],
-                "test": [path],
-                "mapping": dict(PENDULUM_MAPPING),
-            },
-            "training": {"epochs": 1, "batch_size": 32, "horizon": 3, "patience": 5},
-            "evaluation": {"windows": 10, "horizon": 5, "long_horizon": 10},
-        }
-    )
-
-
 @pytest.fixture(scope="module", params=[0, 1], ids=["no_history", "input_history_1"])
 def trained(request, pendulum_csv, tmp_path_factory):
-    config = tiny_config(pendulum_csv, request.param)
+    config = tiny_pinode_config(pendulum_csv, request.param)
     run_dir = str(tmp_path_factory.mktemp("run") / "run")
     result = train(config, run_dir, progress=False)
     return config, run_dir, result

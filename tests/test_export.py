@@ -11,11 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import tiny_pinode_config, write_pendulum_csv
 
 import lagnet
 from lagnet.cli import main
-from lagnet.config import validate
 from lagnet.control import Dynamics, linearise, load_exported
 from lagnet.control.export import export
 from lagnet.integrators import RK4
@@ -66,23 +65,7 @@ def pendulum_csv(tmp_path_factory):
 def exported(request, pendulum_csv, tmp_path_factory):
     """A tiny trained run (input history 0 or 1), its archive written by `lagnet export RUN`, and the run
     loaded by `lagnet.load`."""
-    config = validate(
-        {
-            "name": "export_test",
-            "dtype": "float64",
-            "system": {"name": "pendulum"},
-            "model": {
-                "type": "pinode",
-                "width": 8,
-                "zero_init": False,
-                "input_history": request.param,
-                "friction": {"viscous": ["theta"]},
-            },
-            "data": {"train": [pendulum_csv], "test": [pendulum_csv], "mapping": PENDULUM_MAPPING},
-            "training": {"epochs": 1, "batch_size": 32, "horizon": 3, "patience": 5},
-            "evaluation": {"windows": 10, "horizon": 5, "long_horizon": 10},
-        }
-    )
+    config = tiny_pinode_config(pendulum_csv, request.param, name="export_test")
     run_dir = str(tmp_path_factory.mktemp("run") / "run")
     train_run(config, run_dir, progress=False)
     assert main(["export", run_dir]) == 0

@@ -40,7 +40,7 @@ from .files import (
     writable_folder,
     write_bytes,
 )
-from .load import CONFIG_FILE, as_dtype, check_precision
+from .load import CONFIG_FILE, as_dtype, check_precision, load_run
 from .recordings import check_enough_samples, load_recordings, measured_step, sample_statistics
 from .spec import SPEC_FILE, RunSpec
 
@@ -204,8 +204,6 @@ def _saved_config(config: Config) -> dict:
 
 def _start_from(run_dir: str, model):
     """`model.start_from`: the model with the physics of the run in `run_dir` (its best checkpoint)."""
-    from .load import load_run
-
     key = "model.start_from"
     if not isinstance(model, PINODE):
         raise ConfigError(

@@ -15,7 +15,7 @@ final_error` uses, is dominated by q̇2), and averaging per fold weights the run
 then trained on all six training runs and evaluated once on the test runs with `experiments/dfki_double_pendulum.py`.
 
     lagnet train configs/dfki_double_pendulum_known.yaml --out /tmp/cv/known
-    python experiments/dfki_cross_validation.py --known /tmp/cv/known --work /tmp/cv    # ~25 min, 8 × 6 trainings
+    python experiments/dfki_cross_validation.py --known /tmp/cv/known --work /tmp/cv    # ~35 min, 11 × 6 trainings
 
 To pin the lagnet version while others edit the repository, run everything (the lab's run included) with
 PYTHONPATH naming a copy of the committed package: git archive HEAD lagnet | tar -x -C /tmp/cv/src.
@@ -47,6 +47,21 @@ DATA = os.path.join(
 TRAIN_RUNS = ("00", "02", "03", "04", "11", "12")
 HORIZONS = (0.1, 0.5)
 SELECT_HORIZON = "0.5"
+_GAIN_SYSTEM = [
+    "system.name=python",
+    "system.source=" + os.path.join(HERE, "dfki_torque_gains.py") + ":build",
+]
+_GAINS = "k1: {{lower: 0.5, upper: 2.0}}, k2: {{lower: 0.5, upper: 2.0}}"
+_OFFSETS = "b1: {{lower: -0.2, upper: 0.2}}, b2: {{lower: -0.2, upper: 0.2}}"
+
+
+def _learn(extra: str) -> str:
+    """The shipped config's learned parameters (default bounds, >= 0) and `extra`, as a YAML flow mapping."""
+    return (
+        "model.learn_parameters={{I1: {{}}, I2: {{}}, m2: {{}}, r2: {{}}, Ir: {{}}, " + extra + "}}"
+    )
+
+
 # Candidate recipes: overrides of the shipped PINODE config (YAML values; floats with a decimal point).
 CANDIDATES = {
     "shipped": [],
@@ -70,6 +85,16 @@ CANDIDATES = {
     "pure_ode_epochs_10": ["model.type=pure_ode", "training.epochs=10"],
     # Two stages: the PINODE started from the physics the pure ODE run of the same fold ended with.
     "two_stage": ["model.start_from={work}/pure_ode_{fold}"],
+    # Torque gains k (in [0.5, 2]) and offsets b (|b| <= 0.2 N·m) per joint refined with the physics
+    # (experiments/dfki_torque_gains.py); braces doubled for str.format.
+    "pure_ode_gain": [*_GAIN_SYSTEM, "model.type=pure_ode", "training.epochs=10", _learn(_GAINS)],
+    "pure_ode_gain_offset": [
+        *_GAIN_SYSTEM,
+        "model.type=pure_ode",
+        "training.epochs=10",
+        _learn(_GAINS + ", " + _OFFSETS),
+    ],
+    "pinode_gain": [*_GAIN_SYSTEM, _learn(_GAINS)],
 }
 # Candidates built on another's run of the same fold (trained first when missing).
 NEEDS = {"two_stage": "pure_ode"}
@@ -190,6 +215,9 @@ def main():
             "pure_ode_m1_r1",
             "pure_ode_stribeck",
             "pure_ode_epochs_10",
+            "pure_ode_gain",
+            "pure_ode_gain_offset",
+            "pinode_gain",
         ],
     )
     parser.add_argument(

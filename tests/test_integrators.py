@@ -38,6 +38,7 @@ NOMINAL = {
     "Variational": (Variational(), 2),
     "Variational-midpoint": (Variational("midpoint"), 2),
     "RK4": (RK4(), 4),
+    "RK4-looped": (RK4(loop_stages=True), 4),
 }
 
 
@@ -53,6 +54,31 @@ def _state_step(integrator, model, u, dt):
         return jnp.concatenate([q1, qd1])
 
     return step
+
+
+def test_rk4_stage_loop_is_the_textbook_formula():
+    """RK4's compact form runs its stages as a loop over the tableau (one copy of the acceleration in the program):
+    the textbook arithmetic, so equal to rounding (XLA fuses the programs differently)."""
+    model, u, dt = CartPole(), jnp.array([3.0]), 0.02
+
+    @jax.jit
+    def textbook(q, qd):
+        a1 = model.acceleration(q, qd, u)
+        v2 = qd + 0.5 * dt * a1
+        a2 = model.acceleration(q + 0.5 * dt * qd, v2, u)
+        v3 = qd + 0.5 * dt * a2
+        a3 = model.acceleration(q + 0.5 * dt * v2, v3, u)
+        v4 = qd + dt * a3
+        a4 = model.acceleration(q + dt * v3, v4, u)
+        return q + dt / 6 * (qd + 2 * v2 + 2 * v3 + v4), qd + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+
+    assert RK4().compact_form().loop_stages and not RK4().loop_stages
+    looped = jax.jit(lambda q, qd: RK4().compact_form().step(model, q, qd, u, dt, None)[:2])
+    keys = jax.random.split(jax.random.key(0), 2)
+    qs, qds = (jax.random.normal(k, (64, 2)) for k in keys)
+    for q, qd in zip(qs, qds, strict=True):
+        for a, b in zip(looped(q, qd), textbook(q, qd), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
 
 
 # --- convergence order ------------------------------------------------------------------------------------

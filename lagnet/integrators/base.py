@@ -79,6 +79,15 @@ class AbstractIntegrator(eqx.Module):
     def symmetric(self) -> bool:
         """True when stepping with −dt exactly undoes +dt (time reversible)."""
 
+    def compact_form(self) -> "AbstractIntegrator":
+        """The same method as a smaller program, for where the compile is what a user waits for (short training
+        windows, validation passes): by default the integrator itself.
+
+        A method may trade some speed per step for a program that compiles faster (see `RK4`); the two forms agree
+        to rounding.
+        """
+        return self
+
 
 class AbstractRootFinder(eqx.Module):
     """Solves residual(x) = 0 for x of shape (n,) from a warm start x0: what an implicit step calls."""

@@ -1,3 +1,4 @@
+import gc
 import os
 
 import jax
@@ -18,6 +19,16 @@ os.environ.setdefault("LAGNET_COMPILATION_CACHE", "off")
 
 # Accuracy is asserted throughout the suite: run it in float64.
 jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Free every module's compiled programs when it ends. Each XLA CPU executable holds a few memory mappings;
+    the whole suite's in one process went past Linux's default vm.max_map_count (65,530 mappings), and XLA
+    aborted while compiling the next program (seen at stop 24, in the last test file)."""
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture

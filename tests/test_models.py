@@ -32,6 +32,21 @@ def small_mlp(features, out, key, zero=False, final="tanh"):
     )
 
 
+def test_make_mlp_draws_the_weights_of_the_eager_construction():
+    """`make_mlp` builds the network in one compiled program at a low XLA optimisation level (a faster start);
+    the weights must be bit for bit those of `eqx.nn.MLP` built op by op, so a seed means what it meant."""
+    key = jax.random.key(3)
+    fast = make_mlp(7, 2, width=16, depth=2, activation="tanh", final_activation="identity",
+                    zero_output=False, key=key)  # fmt: skip
+    eager = eqx.nn.MLP(7, 2, width_size=16, depth=2, activation=jnp.tanh, key=key)
+    leaves = [jax.tree.leaves(eqx.filter(m, eqx.is_array)) for m in (fast, eager)]
+    assert len(leaves[0]) == len(leaves[1]) == 6
+    for a, b in zip(*leaves, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert jax.tree.structure(fast) == jax.tree.structure(eager)
+
+
 def test_pinode_with_zero_network_is_the_known_physics(key):
     cp = CartPole()
     feats = StateFeatures(cp.angles, 1)

@@ -24,8 +24,8 @@ jax.config.update("jax_enable_x64", True)
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Free every module's compiled programs when it ends. Each XLA CPU executable holds a few memory mappings;
-    the whole suite's in one process went past Linux's default vm.max_map_count (65,530 mappings), and XLA
-    aborted while compiling the next program (seen at stop 24, in the last test file)."""
+    the whole suite's in one process grew towards Linux's default vm.max_map_count (65,530 mappings: 31,700 at
+    58 % of the suite, still rising), and XLA crashed compiling a program in the last test file (stop 24)."""
     yield
     jax.clear_caches()
     gc.collect()

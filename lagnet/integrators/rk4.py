@@ -43,9 +43,9 @@ class RK4(AbstractIntegrator):
 
     def compact_form(self) -> "RK4":
         """RK4 with its stages as a loop. Measured on 2 cores (cart-pole + MLP, batch 128): a training step on
-        250-step windows compiled in 2.7–3.3 s instead of 4.8–5.3 s, at 30-step windows it ran as fast, at 250
-        steps 10–20 % slower; one MPC solve on a single state ran ~30 % slower. Training uses it on short windows
-        (`lagnet.train.fit`)."""
+        250-step windows compiled in 2.7–3.3 s instead of 4.8–5.3 s; per step it ran about as fast at 30-step
+        windows and 10–22 % slower at 250; one MPC solve on a single state took 13–46 % longer. Training uses it
+        on short windows (`lagnet.train.fit`)."""
         return dataclasses.replace(self, loop_stages=True)  # a subclass stays itself
 
     @staticmethod

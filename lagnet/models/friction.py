@@ -53,6 +53,8 @@ def fit_friction(
     smoothed derivative of the measured velocities). Non-negative: a friction term never creates energy.
     `known` friction (given coefficients) is held fixed: the fit explains the residual r − Q_known.
     """
+    import scipy.optimize  # here: it takes a noticeable part of `import lagnet`
+
     residual = residual_force(system, q, qd, qdd, u, known)
     columns = template.regressors(qd)
     fitted: dict[str, dict[int, float]] = {t: {} for t in TERMS}
@@ -62,15 +64,7 @@ def fit_friction(
             continue
         a = np.stack([columns[t][:, i] for t in terms], axis=1)
         # r_i = −A x with x ≥ 0  ⇔  min |A x + r_i|.
-        import scipy.optimize  # here: it takes a noticeable part of `import lagnet`
-
         coeffs, _ = scipy.optimize.nnls(a, -residual[:, i])
         for t, v in zip(terms, coeffs, strict=True):
             fitted[t][i] = float(v)
-    return JointFriction(
-        template.n,
-        **{t: fitted[t] for t in TERMS if t in template.on},
-        shape=template.shape,
-        epsilon=template.epsilon,
-        stribeck_velocity=template.stribeck_velocity,
-    )
+    return template.with_values({t: fitted[t] for t in TERMS if t in template.on})

@@ -164,13 +164,7 @@ def start_physics_from(model: PINODE, source: AbstractModel) -> PINODE:
             term: {i: given.get(term, {}).get(i, c) for i, c in by_index.items()}
             for term, by_index in friction.values_by_term().items()
         }
-        friction = JointFriction(
-            friction.n,
-            **values,
-            shape=friction.shape,
-            epsilon=friction.epsilon,
-            stribeck_velocity=friction.stribeck_velocity,
-        )
+        friction = friction.with_values(values)
     model = eqx.tree_at(lambda m: m.system, model, system)
     if parameters:
         model = eqx.tree_at(lambda m: m.parameters, model, parameters)

@@ -129,6 +129,16 @@ class JointFriction(eqx.Module):
             for term, idx in self.on.items()
         }
 
+    def with_values(self, values: dict[str, dict[int, float]]) -> "JointFriction":
+        """The same shape with the coefficients `values` (as `values_by_term` gives them) instead."""
+        return JointFriction(
+            self.n,
+            **values,
+            shape=self.shape,
+            epsilon=self.epsilon,
+            stribeck_velocity=self.stribeck_velocity,
+        )
+
     def summary(self, names: tuple[str, ...]) -> dict:
         """The coefficients by term and coordinate name, with the shape: what a run reports and saves."""
         out = {"shape": self.shape, "epsilon": self.epsilon}

@@ -122,8 +122,9 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     """
 
     def loss_of(params, data, starts):
-        # Short windows: the compile is most of a short run, and RK4's compact form halves it at no cost per
-        # step; on longer windows its unrolled stages ran 10–20 % faster (benchmarks/long_horizon.py, 250 steps).
+        # Short windows: the compile is most of a short run, and RK4's compact form cuts it by 25–45 %
+        # at about the same speed per step (30 steps); at 250 steps it took 10–22 % longer per step
+        # (benchmarks/long_horizon.py), which a long run feels more than the compile.
         stepper = integrator.compact_form() if data.k <= COMPACT_HORIZON else integrator
         return batch_loss(
             eqx.combine(params, static),

@@ -1,26 +1,32 @@
-"""MPC in real time: lagnet's projected shooting MPC against CasADi + IPOPT, cart-pole swing-up on the true rig.
+"""MPC in real time: lagnet's projected shooting MPC against CasADi + IPOPT and do-mpc, cart-pole swing-up on the
+true rig.
 
-Both controllers solve the same problem on the same model (the known Table 2 cart-pole, the trained PINODE of
+The controllers solve the same problem on the same model (the known Table 2 cart-pole, the trained PINODE of
 configs/cartpole_pinode.yaml with its fitted friction and 2-input history, and the same PINODE trained with the
 cart's position hidden from its network): RK4 at the rig's 50 Hz sample step, a
 horizon of H steps, the cost below, |u| ≤ 10 N (the drive's limit). Each runs in closed loop on the rig's true
 plant (heavier cart, Stribeck friction, end stops; `lagnet.simulate.CartPoleRig`) through its actuator (10 ms
 dead time, 8 ms lag), from the same initial states (hanging near rest), one solve per 20 ms sample:
 
-- lagnet: `lagnet.control.ProjectedMPC` (10 L-BFGS steps on u with at most 6 line-search steps each, each
-  projected onto the box: a fixed budget), warm-started by the shifted previous plan, jit-compiled, called from
-  Python per step;
+- lagnet: `lagnet.control.ProjectedMPC` (up to 10 L-BFGS steps on u with at most 6 line-search steps each, each
+  projected onto the box, and no step started after 20 evaluations of the cost: a bounded solve time),
+  warm-started by the shifted previous plan, jit-compiled, called from Python per step;
 - IPOPT: CasADi `nlpsol` on the multiple-shooting NLP (states and inputs as variables, x_{k+1} = F(x_k, ū_k) as
   equality constraints, exact Hessian by CasADi's AD), the PINODE's MLP and friction written as CasADi
   expressions with the trained weights (cross-checked against lagnet's acceleration and step), warm-started by the
-  shifted previous primal solution and its multipliers.
+  shifted previous primal solution and its multipliers;
+- do-mpc: its discrete-time `MPC` on the same CasADi step (the same multiple-shooting NLP and IPOPT options), the
+  past inputs as model states, `make_step` per sample with do-mpc's own warm start (its previous solution and
+  multipliers, unshifted).
 
-The two closed loops of an initial state advance in lockstep, their solves interleaved, so that load changes hit
-both alike; solve times are per control step after the first (cold) solve. On the PINODEs one IPOPT solve takes
-seconds (60 iterations, the cap, without converging): there IPOPT is timed at the first 15 states of lagnet's
-loop, warm-started by its own shifted solutions; and it runs a closed loop of its own with its iterations capped
-at 3 (the last iterate applied), for a success rate and cost beside lagnet's. The machine's load average is
-recorded. casadi absent: the IPOPT rows are skipped with a note (`pip install lagnet[mpc-bench]`).
+The closed loops of an initial state advance in lockstep, their solves interleaved, so that load changes hit
+them alike; solve times are per control step after the first (cold) solve. lagnet's loops then run again alone in
+the process ("lagnet, alone": the same solves, timed as a deployed controller runs them). On the PINODEs one
+IPOPT solve takes seconds (60 iterations, the cap, without converging): there IPOPT is timed at the first 15
+states of lagnet's loop, warm-started by its own shifted solutions; and it runs a closed loop of its own with its
+iterations capped at 3 (the last iterate applied), for a success rate and cost beside lagnet's; do-mpc runs the
+known model's closed loops and the capped ones. The machine's load average is recorded. casadi (or do-mpc)
+absent: their rows are skipped with a note (`pip install lagnet[mpc-bench]`).
 
     .venv/bin/python benchmarks/mpc.py [--quick] [--json out.json]
 
@@ -36,6 +42,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import dataclasses  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 
 import equinox as eqx  # noqa: E402
 import jax  # noqa: E402
@@ -73,6 +80,9 @@ ITERATIONS = 10  # lagnet: L-BFGS steps per control step (the fixed budget)
 # ... and at most this many line-search steps in each: optax's default of 20 made the solve time vary (p99 ≈ 4.5 ×
 # the median on random states); 6 cut the p99 by half for +2.4 % open-loop cost (the session's measurement).
 LINESEARCH_STEPS = 6
+# ... and at most this many evaluations of the cost and its gradient per solve (no iteration starts after them):
+# a solve makes at most MAX_EVALUATIONS + LINESEARCH_STEPS, so its time is bounded whatever the state.
+MAX_EVALUATIONS = 20
 FIRST_ITERATIONS = 100  # the first (cold, untimed) solve of both
 # IPOPT on the PINODE takes seconds per solve (its ReLU network's exact Hessian through 4 H RK4 stages): timed
 # at the first samples of lagnet's loop, not run in closed loop; its iterations are capped there.
@@ -81,6 +91,8 @@ PINODE_SHADOW, PINODE_IPOPT_MAX_ITER = 15, 60
 # in 3), the last iterate applied; still ~0.1 s per solve, so not real time, but a success rate to set beside lagnet's.
 CAPPED_IPOPT_ITER = 3
 CAPPED = f"IPOPT, {CAPPED_IPOPT_ITER} iterations"  # its rows' label
+CAPPED_DO_MPC = f"do-mpc, {CAPPED_IPOPT_ITER} iterations"
+ALONE = "lagnet, alone"
 X_SOFT, X_SAFE = 0.2, 0.3
 SETTLE, TOLERANCE = 2.0, 0.2
 
@@ -170,6 +182,7 @@ def lagnet_controller(dyn: Dynamics):
         terminal_cost,
         horizon=HORIZON,
         iterations=ITERATIONS,
+        max_evaluations=MAX_EVALUATIONS,
         u_min=-U_MAX,
         u_max=U_MAX,
         # L-BFGS with its zoom line search, projected onto the box: 10 steps reach IPOPT's closed-loop cost on
@@ -180,7 +193,8 @@ def lagnet_controller(dyn: Dynamics):
             )
         ),
     )
-    first = dataclasses.replace(mpc, iterations=FIRST_ITERATIONS)
+    # The first (cold, untimed) solve: more iterations, no evaluation budget.
+    first = dataclasses.replace(mpc, iterations=FIRST_ITERATIONS, max_evaluations=None)
     k = lags(dyn)
 
     @eqx.filter_jit
@@ -325,6 +339,77 @@ def ipopt_controller(ca, dyn: Dynamics, max_iter: int = 200):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# do-mpc (its discrete-time MPC on the same CasADi step: the same multiple-shooting NLP, solved by IPOPT)
+
+
+def do_mpc_controller(ca, dyn: Dynamics, max_iter: int = 200):
+    """do-mpc as its users run it: a discrete `Model` whose state carries the k past inputs, `MPC.make_step`
+    per sample, do-mpc's own warm start (the previous solution and multipliers, unshifted). The first solve starts
+    from the same plan as the others (and the states it gives on the model). The IPOPT options are IPOPT's above."""
+    import do_mpc
+
+    accel = casadi_acceleration(ca, dyn.model)
+    step = casadi_step(ca, accel, DT)
+    k = lags(dyn)
+    model = do_mpc.model.Model("discrete", "SX")
+    x = model.set_variable("_x", "x", shape=(4, 1))
+    u = model.set_variable("_u", "u", shape=(1, 1))
+    if k:
+        past = model.set_variable("_x", "past", shape=(k, 1))  # u_{i−1}, …, u_{i−k}, newest first
+        model.set_rhs("x", step(x, ca.vertcat(u, past)))
+        model.set_rhs("past", ca.vertcat(u, past[: k - 1]))
+    else:
+        model.set_rhs("x", step(x, u))
+    model.setup()
+    mpc = do_mpc.controller.MPC(model)
+    mpc.settings.n_horizon = HORIZON
+    mpc.settings.t_step = DT
+    mpc.settings.n_robust = 0
+    mpc.settings.store_full_solution = False
+    mpc.settings.nlpsol_opts = {
+        "ipopt.print_level": 0,
+        "ipopt.sb": "yes",
+        "print_time": False,
+        "ipopt.tol": 1e-6,
+        "ipopt.max_iter": max_iter,
+        "ipopt.warm_start_init_point": "yes",
+        "ipopt.mu_init": 1e-3,
+    }
+    mpc.set_objective(lterm=stage_cost(x, u, ca), mterm=terminal_cost(x, ca))
+    mpc.set_rterm(u=0.0)
+    mpc.bounds["lower", "_u", "u"] = -U_MAX
+    mpc.bounds["upper", "_u", "u"] = U_MAX
+    with (
+        warnings.catch_warnings()
+    ):  # do-mpc's own checks call numpy on casadi values (a FutureWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        mpc.setup()
+
+    def augmented(x, u_past):
+        return np.concatenate([np.asarray(x, float), np.asarray(u_past, float).ravel()])
+
+    def control(x, guess, u_past, cold=False):
+        x0 = augmented(x, u_past[:k])
+        if cold:
+            plan = np.asarray(guess[0])
+            states = np.asarray(
+                dyn.rollout(jnp.asarray(x), jnp.asarray(plan), u_past=u_past if k else None)
+            )
+            seq = np.concatenate([np.asarray(u_past[:k])[::-1].ravel(), plan.ravel()])
+            mpc.x0, mpc.u0 = x0, plan[0]
+            mpc.set_initial_guess()  # then each stage's values (seq: inputs oldest first)
+            for i in range(HORIZON + 1):
+                mpc.opt_x_num["_x", i, 0, -1] = augmented(states[i], seq[i : i + k][::-1])
+                if i < HORIZON:
+                    mpc.opt_x_num["_u", i, 0] = plan[i]
+        u0 = np.asarray(mpc.make_step(x0)).ravel()
+        stats = mpc.solver_stats
+        return u0, guess, float("nan"), bool(stats["success"]), int(stats["iter_count"])
+
+    return control
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def initial_plan():
@@ -355,26 +440,29 @@ def closed_loops(
     shadow: int | None = None,
     max_iter: int = 200,
     with_lagnet: bool = True,
+    solvers: tuple[str, ...] = ("IPOPT",),
 ) -> dict:
     """Both controllers from every initial state, in lockstep; per controller: xs, us, solve times, success.
 
     With `shadow` = M, IPOPT does not drive a rig: it solves, warm-started by its own shifted solution, at
     the states of lagnet's loop for its first M samples (first initial state only), its inputs unused: solve
     times without a closed loop, for a model on which one IPOPT solve takes seconds. Without `with_lagnet`,
-    IPOPT's loop alone.
+    IPOPT's loop alone. `solvers`: which of "IPOPT" and "do-mpc" run (with `ca`; do-mpc where it is installed).
     """
     sample, act0 = rig_sample_fn()
     k = lags(dyn)
     controllers = {"lagnet": lagnet_controller(dyn)} if with_lagnet else {}
     gap = None
-    if ca is not None:
+    if ca is not None and "IPOPT" in solvers:
         controllers["IPOPT"], gap = ipopt_controller(ca, dyn, max_iter)
+    if ca is not None and "do-mpc" in solvers and do_mpc_available():
+        controllers["do-mpc"] = do_mpc_controller(ca, dyn, max_iter)
     out = {
         name: {"xs": [], "us": [], "times": [], "cold_s": [], "ok": [], "cost": []}
         for name in controllers
     }
-    if "IPOPT" in controllers:
-        out["IPOPT"].update(failed_solves=0, iterations=[], shadow=shadow)
+    for name in set(controllers) - {"lagnet"}:
+        out[name].update(failed_solves=0, iterations=[], shadow=shadow if name == "IPOPT" else None)
     past0 = np.zeros((max(k, 1), 1))
     for i, x0 in enumerate(x0s):
         state = {}
@@ -455,6 +543,22 @@ def summary(res: dict) -> dict:
     return out
 
 
+def do_mpc_version() -> str | None:
+    try:
+        with (
+            warnings.catch_warnings()
+        ):  # its import warns of optional features (ONNX, OPC UA) it lacks
+            warnings.simplefilter("ignore")
+            import do_mpc
+    except ImportError:
+        return None
+    return do_mpc.__version__
+
+
+def do_mpc_available() -> bool:
+    return do_mpc_version() is not None
+
+
 def casadi_or_none(disabled: bool):
     if disabled:
         return None
@@ -481,12 +585,26 @@ def run(states: int, duration: float, no_casadi: bool = False) -> tuple[dict, di
         shadow = (
             dict(shadow=PINODE_SHADOW, max_iter=PINODE_IPOPT_MAX_ITER) if "PINODE" in label else {}
         )
-        res = closed_loops(dyn, x0s, samples, ca, **shadow)
+        # do-mpc solves the NLP IPOPT does: on the PINODEs only its capped closed loop (no converging shadow).
+        solvers = ("IPOPT",) if shadow else ("IPOPT", "do-mpc")
+        res = closed_loops(dyn, x0s, samples, ca, solvers=solvers, **shadow)
         if shadow and ca is not None:
             capped = closed_loops(
-                dyn, x0s, samples, ca, max_iter=CAPPED_IPOPT_ITER, with_lagnet=False
+                dyn,
+                x0s,
+                samples,
+                ca,
+                max_iter=CAPPED_IPOPT_ITER,
+                with_lagnet=False,
+                solvers=("IPOPT", "do-mpc"),
             )
             res[CAPPED] = capped["IPOPT"]
+            if "do-mpc" in capped:
+                res[CAPPED_DO_MPC] = capped["do-mpc"]
+        # The same loops of lagnet's alone in the process, as a deployed controller runs: the real-time figure
+        # (its solves and so its trajectories are those above; interleaved, a peer's solve of up to seconds
+        # before each of lagnet's leaves it the caches cold).
+        res[ALONE] = closed_loops(dyn, x0s, samples)["lagnet"]
         raw[label] = res
         record[label] = {"cross_check_casadi_vs_lagnet": res["_cross_check"], **summary(res)}
     return raw, record
@@ -496,14 +614,15 @@ def report(record: dict, states: int, duration: float, ca, load_before, seconds:
     """The benchmark's JSON record: settings, per model and solver the summary, and lagnet's speed-ups."""
     ratios = {}
     for label, r in record.items():
-        if CAPPED in r:
-            ratios[f"{label} vs {CAPPED}"] = {
-                "median_speedup": r[CAPPED]["median_ms"] / r["lagnet"]["median_ms"],
-                "p99_speedup": r[CAPPED]["p99_ms"] / r["lagnet"]["p99_ms"],
-                "success_lagnet": r["lagnet"]["success"],
-                "success_ipopt": r[CAPPED]["success"],
-                "cost_ratio_lagnet_over_ipopt": r["lagnet"]["mean_cost"] / r[CAPPED]["mean_cost"],
-            }
+        for peer in (CAPPED, CAPPED_DO_MPC, "do-mpc"):
+            if peer in r:
+                ratios[f"{label} vs {peer}"] = {
+                    "median_speedup": r[peer]["median_ms"] / r["lagnet"]["median_ms"],
+                    "p99_speedup": r[peer]["p99_ms"] / r["lagnet"]["p99_ms"],
+                    "success_lagnet": r["lagnet"]["success"],
+                    "success_peer": r[peer]["success"],
+                    "cost_ratio_lagnet_over_peer": r["lagnet"]["mean_cost"] / r[peer]["mean_cost"],
+                }
         if "IPOPT" in r:
             ratios[label] = {
                 "median_speedup": r["IPOPT"]["median_ms"] / r["lagnet"]["median_ms"],
@@ -520,10 +639,18 @@ def report(record: dict, states: int, duration: float, ca, load_before, seconds:
         "u_max": U_MAX,
         "lagnet_iterations": ITERATIONS,
         "lagnet_linesearch_steps": LINESEARCH_STEPS,
+        "lagnet_max_evaluations": MAX_EVALUATIONS,
         "states": states,
         "duration_s": duration,
         "casadi": ca.__version__ if ca else None,
-        "note": None if ca else "; casadi absent: IPOPT skipped (pip install lagnet[mpc-bench])",
+        "do_mpc": do_mpc_version(),
+        "note": (
+            "casadi absent: IPOPT and do-mpc skipped (pip install lagnet[mpc-bench])"
+            if not ca
+            else None
+            if do_mpc_available()
+            else "do-mpc absent: its rows skipped (pip install lagnet[mpc-bench])"
+        ),
         "load_before": load_before,
         "load_after": load(),
         "seconds": seconds,

@@ -49,9 +49,12 @@ TARGETS = {  # the issue's targets, and (indented) the same comparison like for 
     "long_horizon_vs_scan, 250 steps": 1.0,
     "long_horizon_vs_diffrax, 250 steps": 2.0,
     "mpc_p99_rate_hz, PINODE": 50.0,
+    "  mpc_p99_rate_hz, PINODE, interleaved with the peers": 50.0,
     "mpc_vs_ipopt_median, PINODE (IPOPT unconverged, no loop)": 5.0,
     "  mpc_vs_ipopt_median, PINODE (IPOPT capped, closed loop)": 5.0,
+    "  mpc_vs_do_mpc_median, PINODE (do-mpc capped, closed loop)": 5.0,
     "  mpc_vs_ipopt_median, known model (both in closed loop)": 5.0,
+    "  mpc_vs_do_mpc_median, known model (both in closed loop)": 5.0,
 }
 
 
@@ -247,7 +250,7 @@ def report(recs: dict, command: str) -> str:
     if "mpc" in recs:
         r = recs["mpc"]
         lines += [
-            f"## MPC per control step: lagnet vs CasADi + IPOPT, cart-pole swing-up on the true rig, "
+            f"## MPC per control step: lagnet vs CasADi + IPOPT and do-mpc, cart-pole swing-up on the true rig, "
             f"H = {r['horizon']} (load {r['load_before'][0]} → {r['load_after'][0]}){r['note'] or ''}",
             "",
         ]
@@ -261,21 +264,33 @@ def report(recs: dict, command: str) -> str:
                     )
         lines += table(["model: solver", "median ms", "p99 ms", "swung up", "cost"], rows)
         pinode = r["results"].get("PINODE", {})
-        if "lagnet" in pinode:
-            measured["mpc_p99_rate_hz, PINODE"] = 1e3 / pinode["lagnet"]["p99_ms"]
+        # The real-time figure: lagnet's loop alone in the process, as deployed (older records: interleaved).
+        alone = pinode.get("lagnet, alone", pinode.get("lagnet"))
+        if alone:
+            measured["mpc_p99_rate_hz, PINODE"] = 1e3 / alone["p99_ms"]
+        if "lagnet, alone" in pinode:
+            measured["  mpc_p99_rate_hz, PINODE, interleaved with the peers"] = (
+                1e3 / pinode["lagnet"]["p99_ms"]
+            )
         ratios = r.get("ratios", {})
         if "PINODE" in ratios:
             measured["mpc_vs_ipopt_median, PINODE (IPOPT unconverged, no loop)"] = ratios["PINODE"][
                 "median_speedup"
             ]
-        capped = [v for k, v in ratios.items() if k.startswith("PINODE vs IPOPT, ")]
-        if capped:
-            measured["  mpc_vs_ipopt_median, PINODE (IPOPT capped, closed loop)"] = capped[0][
-                "median_speedup"
-            ]
+        for peer, key in (
+            ("IPOPT, ", "  mpc_vs_ipopt_median, PINODE (IPOPT capped, closed loop)"),
+            ("do-mpc, ", "  mpc_vs_do_mpc_median, PINODE (do-mpc capped, closed loop)"),
+        ):
+            capped = [v for k, v in ratios.items() if k.startswith(f"PINODE vs {peer}")]
+            if capped:
+                measured[key] = capped[0]["median_speedup"]
         if "known model" in ratios:
             measured["  mpc_vs_ipopt_median, known model (both in closed loop)"] = ratios[
                 "known model"
+            ]["median_speedup"]
+        if "known model vs do-mpc" in ratios:
+            measured["  mpc_vs_do_mpc_median, known model (both in closed loop)"] = ratios[
+                "known model vs do-mpc"
             ]["median_speedup"]
     if "long_horizon" in recs:
         r = recs["long_horizon"]

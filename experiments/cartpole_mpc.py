@@ -1,9 +1,11 @@
-"""Swing the cart-pole rig up and balance it with MPC: lagnet's projected L-BFGS MPC against CasADi + IPOPT.
+"""Swing the cart-pole rig up and balance it with MPC: lagnet's projected L-BFGS MPC against CasADi + IPOPT and
+do-mpc.
 
 The closed loops of benchmarks/mpc.py (same models, horizon, cost, bounds and initial states; see its docstring),
 on the rig's true plant through its actuator, plotted: the pole's angle from upright, the cart's position and the
-commanded force, lagnet solid, IPOPT dashed. On the PINODE one IPOPT solve takes seconds, so IPOPT is timed at
-lagnet's states there, and runs its own closed loop with its iterations capped (dotted).
+commanded force, lagnet solid, IPOPT dashed, do-mpc dash-dotted. On the PINODE one IPOPT solve takes seconds, so
+IPOPT is timed at lagnet's states there, and IPOPT and do-mpc run closed loops of their own with their iterations
+capped (dotted).
 
     python experiments/cartpole_mpc.py [--states 2] [--duration 5] [--bench-json benchmarks/results/mpc.json]
 
@@ -29,10 +31,14 @@ import mpc as bench  # noqa: E402
 from lagnet.data.angles import wrap  # noqa: E402
 
 OUT = os.path.join(HERE, "out")
-STYLE = {"lagnet": dict(color="#1f77b4", ls="-"), "IPOPT": dict(color="#d68910", ls="--")}
-CAPPED_STYLE = dict(
-    color="#c0392b", ls=":"
-)  # IPOPT with its iterations capped (its own closed loop)
+STYLE = {
+    "lagnet": dict(color="#1f77b4", ls="-"),
+    "IPOPT": dict(color="#d68910", ls="--"),
+    "do-mpc": dict(color="#27ae60", ls="-."),
+    # IPOPT and do-mpc with their iterations capped (closed loops of their own)
+    bench.CAPPED: dict(color="#c0392b", ls=":"),
+    bench.CAPPED_DO_MPC: dict(color="#8e44ad", ls=":"),
+}
 
 
 def plot(raw: dict, record: dict, path: str) -> None:
@@ -41,14 +47,14 @@ def plot(raw: dict, record: dict, path: str) -> None:
     axes = np.asarray(axes).reshape(3, len(labels))
     for col, label in enumerate(labels):
         for name, res in raw[label].items():
-            if name.startswith("_") or not res["xs"]:
+            if name.startswith("_") or name == bench.ALONE or not res["xs"]:
                 continue
             r = record[label][name]
             for j, (xs, us) in enumerate(zip(res["xs"], res["us"], strict=True)):
                 t = bench.DT * np.arange(len(xs))
                 tag = f"{name}: {r['success']}/{r['runs']} up, cost {r['mean_cost']:.2f}"
                 kw = dict(lw=1.0, alpha=1.0 if j == 0 else 0.6, label=tag if j == 0 else None)
-                style = STYLE.get(name, CAPPED_STYLE)
+                style = STYLE[name]
                 axes[0, col].plot(t, wrap(xs[:, 1] - np.pi), **style, **kw)
                 axes[1, col].plot(t, xs[:, 0], **style, **kw)
                 axes[2, col].step(t[:-1], us[:, 0], where="post", **style, **kw)
@@ -67,8 +73,9 @@ def plot(raw: dict, record: dict, path: str) -> None:
     axes[2, 0].set_ylabel("command (N)")
     fig.suptitle(
         f"Cart-pole rig (true plant + drive): swing-up and balance, H = {bench.HORIZON} × {bench.DT} s, "
-        f"|u| ≤ {bench.U_MAX} N; lagnet ProjectedMPC ({bench.ITERATIONS} L-BFGS steps/sample) solid, "
-        f"IPOPT (multiple shooting) dashed, IPOPT capped at {bench.CAPPED_IPOPT_ITER} iterations dotted",
+        f"|u| ≤ {bench.U_MAX} N; lagnet ProjectedMPC (≤ {bench.ITERATIONS} L-BFGS steps, "
+        f"≤ {bench.MAX_EVALUATIONS} evaluations/sample) solid,\nIPOPT (multiple shooting) dashed, do-mpc "
+        f"dash-dotted, IPOPT and do-mpc capped at {bench.CAPPED_IPOPT_ITER} iterations dotted",
         fontsize=10,
     )
     fig.tight_layout()
@@ -105,7 +112,7 @@ def main():
     for label, res in record.items():
         for name, v in res.items():
             if isinstance(v, dict):
-                print(f"{label:<12} {name:<7} {json.dumps(v, default=float)}")
+                print(f"{label:<12} {name:<20} {json.dumps(v, default=float)}")
     plot(raw, record, os.path.join(OUT, "cartpole_mpc.png"))
 
 

@@ -132,3 +132,50 @@ def test_invalid_bounds_and_budget_raise():
         ProjectedMPC(dyn, stage, terminal, horizon=H, u_min=1.0, u_max=-1.0)
     with pytest.raises(ValueError, match="iterations must be >= 1"):
         ProjectedMPC(dyn, stage, terminal, horizon=H, iterations=0)
+
+
+def counting_stage(calls):
+    def stage_counted(x, u):
+        jax.debug.callback(lambda _: calls.append(1), x[0])
+        return stage(x, u)
+
+    return stage_counted
+
+
+def test_evaluation_budget_bounds_the_solve_and_counts_every_evaluation(mpc):
+    calls = []
+    search = optax.scale_by_zoom_linesearch(max_linesearch_steps=4, initial_guess_strategy="one")
+    base = dataclasses.replace(
+        mpc,
+        stage_cost=counting_stage(calls),
+        optimiser=optax.lbfgs(linesearch=search),
+        iterations=10,
+    )
+    start = jnp.full((H, 1), 0.3)  # the bound is active from the first step
+
+    def run(budget):
+        calls.clear()
+        sol = jax.block_until_ready(
+            eqx.filter_jit(dataclasses.replace(base, max_evaluations=budget).solve)(X0, start)
+        )
+        # The stage cost runs once per step of the horizon in each evaluation of J.
+        assert len(calls) == H * int(sol.evaluations)
+        return sol
+
+    free, capped, loose = run(None), run(5), run(1000)
+    # No iteration starts once 5 are spent; the last may add its line search (≤ 4) and one gradient.
+    assert 5 <= int(capped.evaluations) <= 5 - 1 + 4 + 1 < int(free.evaluations)
+    assert jnp.all(jnp.abs(capped.us) <= U_MAX) and capped.cost < capped.costs[0]
+    assert free.cost <= capped.cost
+    # A budget never reached changes nothing.
+    assert int(loose.evaluations) == int(free.evaluations)
+    np.testing.assert_allclose(loose.us, free.us, rtol=1e-12, atol=1e-14)
+    # The J reused from the line search is the returned plan's own.
+    for sol in (free, capped):
+        np.testing.assert_allclose(sol.cost, base.cost(sol.us, X0), rtol=1e-12)
+
+
+def test_invalid_evaluation_budget_raises():
+    dyn = Dynamics(PINODE(Pendulum()), RK4(), 0.1)
+    with pytest.raises(ValueError, match="max_evaluations must be >= 2"):
+        ProjectedMPC(dyn, stage, terminal, horizon=H, max_evaluations=1)

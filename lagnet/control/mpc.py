@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from .._types import Array, ArrayLike, Float, Scalar
+from .._types import Array, ArrayLike, Float, Int, Scalar
 from .dynamics import Dynamics
 
 Plan = Float[Array, "horizon m"]
@@ -80,12 +80,23 @@ class MPCSolution(eqx.Module):
     Attributes:
         us: (H, m) the best plan found, within the bounds; apply us[0].
         cost: J(us).
-        costs: (iterations,) J at each iterate before its step (costs[0] is the warm start's, projected).
+        costs: (iterations,) J at each iterate before its step (costs[0] is the warm start's, projected);
+            an iteration skipped for want of budget repeats the last.
+        evaluations: how many times the solve evaluated J (with ∇J), its line searches' included.
     """
 
     us: Plan
     cost: Scalar
     costs: Float[Array, " iterations"]
+    evaluations: Int[Array, ""]
+
+
+def _line_search_steps(state) -> Int[Array, ""]:
+    """The evaluations of J the last update's line search made (0 for an optimiser without one)."""
+    try:
+        return jnp.asarray(optax.tree.get(state, "num_linesearch_steps"), jnp.int32)
+    except (KeyError, ValueError):
+        return jnp.zeros((), jnp.int32)
 
 
 def _stored_value_and_grad(state):
@@ -111,10 +122,13 @@ class ProjectedMPC(eqx.Module):
 
     `optimiser` is any optax transformation (default Adam at `learning_rate`); one that needs the objective, such as
     `optax.lbfgs()` with its line search, gets `value`, `grad` and `value_fn` as extra arguments; the J and ∇J its
-    line search leaves in its state are reused for the next iterate (when the projection does not move it). A line
-    search's step count varies: for a bounded solve time bound it too, e.g. `optax.lbfgs(linesearch=
-    optax.scale_by_zoom_linesearch(max_linesearch_steps=6))`. `u_past` (k, m),
-    newest first, are the inputs already applied, for a model with an input history of k.
+    line search leaves in its state are reused for the next iterate (when the projection does not move it).
+
+    A line search's step count varies. For a bounded solve time bound it too, e.g. `optax.lbfgs(linesearch=
+    optax.scale_by_zoom_linesearch(max_linesearch_steps=6))`, and/or give the solve a budget: no iteration starts
+    once `max_evaluations` evaluations of J (each one rollout and its gradient) are spent, so a solve makes at
+    most max_evaluations + max_linesearch_steps of them whatever the state. `u_past` (k, m), newest
+    first, are the inputs already applied, for a model with an input history of k.
     """
 
     dynamics: Dynamics
@@ -126,11 +140,17 @@ class ProjectedMPC(eqx.Module):
     u_max: Float[Array, "*m"] = eqx.field(default=1.0, converter=jnp.asarray)
     learning_rate: float = eqx.field(static=True, default=0.1)
     optimiser: optax.GradientTransformation | None = eqx.field(static=True, default=None)
+    max_evaluations: int | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if self.horizon < 1 or self.iterations < 1:
             raise ValueError(
                 f"ProjectedMPC: horizon and iterations must be >= 1, got {self.horizon}, {self.iterations}"
+            )
+        if self.max_evaluations is not None and self.max_evaluations < 2:
+            raise ValueError(
+                "ProjectedMPC: max_evaluations must be >= 2 (the warm start's evaluation and one step's), "
+                f"got {self.max_evaluations}"
             )
         if not isinstance(self.u_min, jax.core.Tracer) and jnp.any(self.u_min > self.u_max):
             raise ValueError(
@@ -161,33 +181,46 @@ class ProjectedMPC(eqx.Module):
         stored = _stored_value_and_grad(state0)
         value_and_grad = jax.value_and_grad(objective)
 
+        def iterate(us, state, c, g):
+            updates, state = opt.update(g, state, us, value=c, grad=g, value_fn=objective)
+            candidate = optax.apply_updates(us, updates)
+            new = self.project(candidate)
+            spent = _line_search_steps(state)
+            if stored is None:
+                return new, state, *value_and_grad(new), spent + 1
+            value, grad = stored(state)
+            reuse = jnp.all(new == candidate) & jnp.isfinite(value)
+            c_new, g_new = jax.lax.cond(
+                reuse, lambda u: (value.astype(c.dtype), grad), value_and_grad, new
+            )
+            return new, state, c_new, g_new, spent + jnp.where(reuse, 0, 1)
+
+        def skip(us, state, c, g):
+            return us, state, c, g, jnp.zeros((), jnp.int32)
+
         def body(carry, _):
-            us, state, best, best_cost, c, g = carry
+            us, state, best, best_cost, c, g, used = carry
             # The iterate's cost comes with its gradient: keeping the cheapest costs nothing extra.
             better = c < best_cost
             best = jnp.where(better, us, best)
             best_cost = jnp.where(better, c, best_cost)
-            updates, state = opt.update(g, state, us, value=c, grad=g, value_fn=objective)
-            candidate = optax.apply_updates(us, updates)
-            new = self.project(candidate)
-            if stored is None:
-                c_new, g_new = value_and_grad(new)
+            if self.max_evaluations is None:
+                us, state, c_new, g, spent = iterate(us, state, c, g)
             else:
-                value, grad = stored(state)
-                reuse = jnp.all(new == candidate) & jnp.isfinite(value)
-                c_new, g_new = jax.lax.cond(
-                    reuse, lambda u: (value.astype(c.dtype), grad), value_and_grad, new
-                )
-            return (new, state, best, best_cost, c_new, g_new), c
+                go = used < self.max_evaluations
+                us, state, c_new, g, spent = jax.lax.cond(go, iterate, skip, us, state, c, g)
+            return (us, state, best, best_cost, c_new, g, used + spent), c
 
         c0, g0 = value_and_grad(us0)
-        init = (us0, state0, us0, jnp.asarray(jnp.inf, c0.dtype), c0, g0)
-        (us, _, best, best_cost, c, _), costs = jax.lax.scan(
+        init = (us0, state0, us0, jnp.asarray(jnp.inf, c0.dtype), c0, g0, jnp.ones((), jnp.int32))
+        (us, _, best, best_cost, c, _, used), costs = jax.lax.scan(
             body, init, None, length=self.iterations
         )
         # The last iterate is scored (its cost came with it) but not yet compared.
         better = c < best_cost
-        return MPCSolution(jnp.where(better, us, best), jnp.where(better, c, best_cost), costs)
+        return MPCSolution(
+            jnp.where(better, us, best), jnp.where(better, c, best_cost), costs, used
+        )
 
     def solve_batch(
         self, x0s: Float[ArrayLike, "batch state"], us_init, u_past=None

@@ -282,6 +282,19 @@ def cross_check(ca, dyn: Dynamics, accel, step) -> float:
     return worst
 
 
+def ipopt_options(max_iter: int) -> dict:
+    """IPOPT's settings, for CasADi's `nlpsol` and do-mpc alike: quiet, tol 1e-6, warm-started."""
+    return {
+        "ipopt.print_level": 0,
+        "ipopt.sb": "yes",
+        "print_time": False,
+        "ipopt.tol": 1e-6,
+        "ipopt.max_iter": max_iter,
+        "ipopt.warm_start_init_point": "yes",
+        "ipopt.mu_init": 1e-3,
+    }
+
+
 def ipopt_controller(ca, dyn: Dynamics, max_iter: int = 200):
     """Multiple shooting: variables X (4, H + 1), U (1, H); parameters x0 and the k past inputs."""
     accel = casadi_acceleration(ca, dyn.model)
@@ -298,16 +311,7 @@ def ipopt_controller(ca, dyn: Dynamics, max_iter: int = 200):
         g.append(X[:, i + 1] - step(X[:, i], ub))
     cost += terminal_cost(X[:, HORIZON], ca)
     nlp = {"x": ca.veccat(X, U), "p": ca.vertcat(x0, past), "f": cost, "g": ca.vertcat(*g)}
-    opts = {
-        "ipopt.print_level": 0,
-        "ipopt.sb": "yes",
-        "print_time": False,
-        "ipopt.tol": 1e-6,
-        "ipopt.max_iter": max_iter,
-        "ipopt.warm_start_init_point": "yes",
-        "ipopt.mu_init": 1e-3,
-    }
-    solver = ca.nlpsol("ipopt", "ipopt", nlp, opts)
+    solver = ca.nlpsol("ipopt", "ipopt", nlp, ipopt_options(max_iter))
     nx = 4 * (HORIZON + 1)
     lbx = np.concatenate([np.full(nx, -np.inf), np.full(HORIZON, -U_MAX)])
     ubx = np.concatenate([np.full(nx, np.inf), np.full(HORIZON, U_MAX)])
@@ -345,7 +349,7 @@ def ipopt_controller(ca, dyn: Dynamics, max_iter: int = 200):
 def do_mpc_controller(ca, dyn: Dynamics, max_iter: int = 200):
     """do-mpc as its users run it: a discrete `Model` whose state carries the k past inputs, `MPC.make_step`
     per sample, do-mpc's own warm start (the previous solution and multipliers, unshifted). The first solve starts
-    from the same plan as the others (and the states it gives on the model). The IPOPT options are IPOPT's above."""
+    from the same plan as the others (and the states it gives on the model); `ipopt_options` as for IPOPT."""
     import do_mpc
 
     accel = casadi_acceleration(ca, dyn.model)
@@ -366,15 +370,7 @@ def do_mpc_controller(ca, dyn: Dynamics, max_iter: int = 200):
     mpc.settings.t_step = DT
     mpc.settings.n_robust = 0
     mpc.settings.store_full_solution = False
-    mpc.settings.nlpsol_opts = {
-        "ipopt.print_level": 0,
-        "ipopt.sb": "yes",
-        "print_time": False,
-        "ipopt.tol": 1e-6,
-        "ipopt.max_iter": max_iter,
-        "ipopt.warm_start_init_point": "yes",
-        "ipopt.mu_init": 1e-3,
-    }
+    mpc.settings.nlpsol_opts = ipopt_options(max_iter)
     mpc.set_objective(lterm=stage_cost(x, u, ca), mterm=terminal_cost(x, ca))
     mpc.set_rterm(u=0.0)
     mpc.bounds["lower", "_u", "u"] = -U_MAX

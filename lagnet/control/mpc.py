@@ -1,7 +1,8 @@
 """Model-predictive control through the differentiable model: gradient-based shooting with optax.
 
-Two solvers of the same finite-horizon problem, both with a fixed iteration budget (a bounded solve time) and a
-warm start from the previous plan shifted by one step (`shift`):
+Two solvers of the same finite-horizon problem, both with a fixed iteration budget (a bounded solve time;
+`ProjectedMPC` also a budget of cost evaluations, for line searches) and a warm start from the previous plan
+shifted by one step (`shift`):
 
 - `ShootingMPC`: unconstrained Adam on v with u = u_max · tanh(v) (the bound by a change of variables);
 - `ProjectedMPC`: any optax optimiser on u itself, each step projected back onto the box u_min ≤ u ≤ u_max,
@@ -127,8 +128,9 @@ class ProjectedMPC(eqx.Module):
     A line search's step count varies. For a bounded solve time bound it too, e.g. `optax.lbfgs(linesearch=
     optax.scale_by_zoom_linesearch(max_linesearch_steps=6))`, and/or give the solve a budget: no iteration starts
     once `max_evaluations` evaluations of J (each one rollout and its gradient) are spent, so a solve makes at
-    most max_evaluations + max_linesearch_steps of them whatever the state. `u_past` (k, m), newest
-    first, are the inputs already applied, for a model with an input history of k.
+    most max_evaluations + max_linesearch_steps of them whatever the state (under `vmap`, as in `solve_batch`,
+    a skipped iteration is computed and discarded: the count is bounded, the batch's time is not). `u_past`
+    (k, m), newest first, are the inputs already applied, for a model with an input history of k.
     """
 
     dynamics: Dynamics

@@ -375,9 +375,8 @@ def do_mpc_controller(ca, dyn: Dynamics, max_iter: int = 200):
     mpc.set_rterm(u=0.0)
     mpc.bounds["lower", "_u", "u"] = -U_MAX
     mpc.bounds["upper", "_u", "u"] = U_MAX
-    with (
-        warnings.catch_warnings()
-    ):  # do-mpc's own checks call numpy on casadi values (a FutureWarning)
+    # do-mpc's own checks call numpy on casadi values (a FutureWarning).
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         mpc.setup()
 
@@ -541,9 +540,8 @@ def summary(res: dict) -> dict:
 
 def do_mpc_version() -> str | None:
     try:
-        with (
-            warnings.catch_warnings()
-        ):  # its import warns of optional features (ONNX, OPC UA) it lacks
+        # Its import warns of optional features (ONNX, OPC UA) it lacks.
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import do_mpc
     except ImportError:
@@ -629,6 +627,11 @@ def report(record: dict, states: int, duration: float, ca, load_before, seconds:
                     else None
                 ),
             }
+    note = None
+    if not ca:
+        note = "casadi absent: IPOPT and do-mpc skipped (pip install lagnet[mpc-bench])"
+    elif not do_mpc_available():
+        note = "do-mpc absent: its rows skipped (pip install lagnet[mpc-bench])"
     return {
         "horizon": HORIZON,
         "dt": DT,
@@ -640,13 +643,7 @@ def report(record: dict, states: int, duration: float, ca, load_before, seconds:
         "duration_s": duration,
         "casadi": ca.__version__ if ca else None,
         "do_mpc": do_mpc_version(),
-        "note": (
-            "casadi absent: IPOPT and do-mpc skipped (pip install lagnet[mpc-bench])"
-            if not ca
-            else None
-            if do_mpc_available()
-            else "do-mpc absent: its rows skipped (pip install lagnet[mpc-bench])"
-        ),
+        "note": note,
         "load_before": load_before,
         "load_after": load(),
         "seconds": seconds,

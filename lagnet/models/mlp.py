@@ -52,14 +52,19 @@ def make_mlp(
     if isinstance(key, jax.core.Tracer):
         mlp = build(key)  # inside a caller's trace: part of its program
     else:
-        arrays = (
-            jax.jit(lambda key: eqx.filter(build(key), eqx.is_array))
+        static = []  # the non-array part, kept from the one trace
+
+        def arrays_of(key):
+            arrays, rest = eqx.partition(build(key), eqx.is_array)
+            static.append(rest)
+            return arrays
+
+        compiled = (
+            jax.jit(arrays_of)
             .lower(key)
-            .compile(compiler_options={"xla_backend_optimization_level": 1})(key)
+            .compile(compiler_options={"xla_backend_optimization_level": 1})
         )
-        structure = eqx.filter_eval_shape(build, key)
-        static = eqx.filter(structure, lambda x: not isinstance(x, jax.ShapeDtypeStruct))
-        mlp = eqx.combine(arrays, static)
+        mlp = eqx.combine(compiled(key), static[0])
     if zero_output:
         last = mlp.layers[-1]
         mlp = eqx.tree_at(

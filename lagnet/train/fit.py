@@ -122,9 +122,9 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     """
 
     def loss_of(params, data, starts):
-        # Short windows: the compile is most of a short run, and RK4's compact form cuts it by 25–45 %
-        # at about the same speed per step (30 steps); at 250 steps it took 10–22 % longer per step
-        # (benchmarks/long_horizon.py), which a long run feels more than the compile.
+        # Short windows: the compile is most of a short run, and the compact form compiles faster at about the
+        # same speed per step; on long windows it runs slower per step, which a long run feels more (measured
+        # in `RK4.compact_form`).
         stepper = integrator.compact_form() if data.k <= COMPACT_HORIZON else integrator
         return batch_loss(
             eqx.combine(params, static),

@@ -25,8 +25,8 @@ from _common import block, first_call, make_model
 from train_step import jax_steps, make_data
 model = make_model()
 data, stacked = make_data(128, 30, 1)
-params, opt_state, steps, _ = jax_steps(model, data, 30, 128)
-step = steps["lagnet"]
+params, opt_states, steps, _ = jax_steps(model, data, 30, 128)
+step, opt_state = steps["lagnet"], opt_states["lagnet"]
 first, _ = first_call(lambda: step(params, opt_state, None))
 t = time.perf_counter()
 block(step(params, opt_state, None))

@@ -61,11 +61,12 @@ def cell(horizon: int, batch: int, steps: int, repeats: int) -> dict:
     model = make_model(jnp.float32)
     data, stacked = make_data(batch, horizon, steps)
     batches = [tuple(a[k * batch : (k + 1) * batch] for a in stacked) for k in range(steps)]
-    params, opt_state, fns, losses = jax_steps(model, data, horizon, batch)
+    params, opt_states, fns, losses = jax_steps(model, data, horizon, batch)
     losses["lagnet"] = losses["lagnet, 1 device"] = lagnet_loss(model)
     fns = {k: fns[k] for k in PEERS}
     calls = {
-        name: (lambda fn=fn: block(fn(params, opt_state, batches))) for name, fn in fns.items()
+        name: (lambda fn=fn, name=name: block(fn(params, opt_states[name], batches)))
+        for name, fn in fns.items()
     }
     compile_s = {name: first_call(call)[0] for name, call in calls.items()}
     median, _ = time_interleaved(calls, repeats)

@@ -83,6 +83,7 @@ def jax_steps(model, data, horizon: int, batch: int):
     import diffrax
 
     from lagnet.integrators import RK4
+    from lagnet.train import init_optimizer
     from lagnet.train.fit import make_epoch_fn
     from lagnet.train.loss import StateLoss
 
@@ -148,7 +149,14 @@ def jax_steps(model, data, horizon: int, batch: int):
         "diffrax": make(diffrax_loss),
     }
     losses = {"hand-written scan": scan_loss, "diffrax": diffrax_loss}
-    return params, optimizer.init(params), steps, losses
+    # lagnet's optimiser updates the raveled parameters (`lagnet.train.init_optimizer`), the others the tree.
+    opt_states = {
+        name: init_optimizer(optimizer, params)
+        if name.startswith("lagnet")
+        else optimizer.init(params)
+        for name in steps
+    }
+    return params, opt_states, steps, losses
 
 
 def torch_step_fn(torch, torchdiffeq, model, horizon):
@@ -210,7 +218,7 @@ def main():
         tuple(a[k * args.batch : (k + 1) * args.batch] for a in stacked) for k in range(args.steps)
     ]
     arrays = batches[0]
-    params, opt_state, steps, losses = jax_steps(model, data, args.horizon, args.batch)
+    params, opt_states, steps, losses = jax_steps(model, data, args.horizon, args.batch)
 
     # Cross-check loss and gradient at the initial weights (lagnet's unit-weight StateLoss is the sum over
     # coordinates; the hand-written loss is the same sum).
@@ -231,7 +239,7 @@ def main():
         )
         checks[name] = {"loss": abs(float(value) - float(r_value)), "grad": g_err}
 
-    state = {name: (params, opt_state) for name in steps}
+    state = {name: (params, opt_states[name]) for name in steps}
     calls = {}
     for name, step in steps.items():
 

@@ -14,6 +14,7 @@ import lagnet
 from lagnet.data import Trajectory, make_windows
 from lagnet.rollout import rollout
 from lagnet.systems import JointFriction
+from lagnet.systems.parameters import project
 from lagnet.train import StateLoss
 from lagnet.train.loss import as_batch, batch_loss
 
@@ -184,3 +185,37 @@ def test_resuming_inside_a_curriculum_is_bit_identical(trajectories):
     assert [r["epoch"] for r in resumed.history] == [3, 4]
     for a, b in zip(jax.tree.leaves(whole.state), jax.tree.leaves(resumed.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_an_epoch_on_the_raveled_parameters_equals_the_optimiser_on_the_tree(trajectories):
+    """`fit` hands its optimiser the trainable parameters as one vector: one epoch equals the same optimiser
+    (clipping, AdamW) stepping on the parameter tree over the same batches, projected into the bounds after each
+    step, up to the order of sums."""
+    windows, key = make_windows(trajectories, 2), jax.random.key(5)
+    optimizer = optax.chain(optax.clip_by_global_norm(0.5), optax.adamw(1e-2, weight_decay=1e-3))
+    result = lagnet.fit(
+        untrained(), lagnet.RK4(), windows, loss=state_loss(), optimizer=optimizer, epochs=1,
+        key=key, batch_size=32,
+    )  # fmt: skip
+    initial, static = eqx.partition(untrained(), untrained().trainable())
+    params, opt_state = initial, optimizer.init(initial)
+
+    @jax.jit
+    def step(params, opt_state, starts):
+        def loss(p):
+            batch = as_batch(windows.batch(starts))
+            return batch_loss(eqx.combine(p, static), lagnet.RK4(), state_loss(), batch)
+
+        updates, opt_state = optimizer.update(jax.grad(loss)(params), opt_state, params)
+        return project(eqx.apply_updates(params, updates), static), opt_state
+
+    batches = windows.epoch(jax.random.split(key)[1], 32, drop_last=True)  # fit's first epoch key
+    assert len(batches) >= 5
+    for starts in batches:
+        params, opt_state = step(params, opt_state, starts)
+    trained = eqx.partition(result.last_model, untrained().trainable())[0]
+    leaves = jax.tree.leaves(params)
+    assert len(leaves) == 3  # the length and two friction coefficients, each moved by the epoch
+    for a, b, c in zip(jax.tree.leaves(trained), leaves, jax.tree.leaves(initial), strict=True):
+        assert not np.allclose(b, c, rtol=1e-3)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-14)

@@ -26,7 +26,7 @@ from ..config.sources import source_file, split_source
 from ..data.windows import make_windows, split_by_file, split_by_time
 from ..models import PINODE, start_physics_from
 from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
-from ..train.fit import Callback, TrainingDiverged, TrainState, fit
+from ..train.fit import Callback, TrainingDiverged, TrainState, fit, init_optimizer
 from ..train.loss import StateLoss
 from .checkpoints import Checkpoints
 from .files import (
@@ -460,7 +460,7 @@ def train_run(
     if resume:
         # The saved state is read into one of the same structure, shapes and dtypes.
         params, _ = eqx.partition(model, model.trainable())
-        like = TrainState.start(params, optimizer.init(params), data_key, 0.0)
+        like = TrainState.start(params, init_optimizer(optimizer, params), data_key, 0.0)
         restored = checkpoints.load_latest(like)
     callbacks = [run_files.open(restored)] if main else []
     try:

@@ -12,12 +12,14 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.flatten_util import ravel_pytree
 from tqdm.auto import tqdm
 
 from .. import parallel
@@ -110,6 +112,13 @@ class FitResult:
 COMPACT_HORIZON = 50
 
 
+def init_optimizer(optimizer: optax.GradientTransformation, params) -> optax.OptState:
+    """The optimiser's initial state for `params` (the trainable half of the model) as `fit` keeps it: the
+    state of the parameters raveled into one vector, which the optimiser updates (see `make_epoch_fn`)."""
+    # One compiled program, not one per operation run eagerly.
+    return eqx.filter_jit(lambda p: optimizer.init(ravel_pytree(p)[0]))(params)
+
+
 def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None):
     """One epoch as a single compiled function: `lax.scan` over shuffled mini-batches, all on the device.
 
@@ -119,15 +128,21 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     stage) the loss scores each window's first `data.steps` steps, and the batches past `data.epoch_batches` are
     passed over (a `lax.cond`, no work): every stage of the curriculum runs this one program. On windows of up
     to `COMPACT_HORIZON` steps the rollouts use `integrator.compact_form()`.
+
+    The optimiser updates the trainable parameters raveled into one vector (`opt_state` from `init_optimizer`):
+    one array's update, finiteness check and all-reduce instead of one per leaf compiles fewer kernels. Element-wise
+    optimisers (Adam, AdamW, global-norm clipping, schedules) are unchanged by it, up to the order of sums; one
+    that reads the tree's structure (`optax.masked`, `optax.multi_transform`) does not apply.
     """
 
-    def loss_of(params, data, starts):
+    def loss_of(flat, shared, starts):
+        unravel, data = shared
         # Short windows: the compile is most of a short run, and the compact form compiles faster at about the
         # same speed per step; on long windows it runs slower per step, which a long run feels more (measured
         # in `RK4.compact_form`).
         stepper = integrator.compact_form() if data.k <= COMPACT_HORIZON else integrator
         return batch_loss(
-            eqx.combine(params, static),
+            eqx.combine(unravel(flat), static),
             stepper,
             loss,
             as_batch(data.batch(starts)),
@@ -136,23 +151,18 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
 
     value_and_grad = parallel.sharded_value_and_grad(loss_of, mesh)
 
-    def step(carry, starts, data):
-        params, opt_state, skipped = carry
-        value, grads = value_and_grad(params, data, starts)
-        updates, new_opt = optimizer.update(grads, opt_state, params)
+    def step(carry, starts, data, unravel):
+        flat, opt_state, skipped = carry
+        value, grads = value_and_grad(flat, (unravel, data), starts)
+        updates, new_opt = optimizer.update(grads, opt_state, flat)
         # Projected gradient descent: bounded physical parameters (friction ≥ 0, ...) stay in range.
-        new_params = project(eqx.apply_updates(params, updates), static)
-        finite = jnp.isfinite(value) & jnp.all(
-            jnp.stack(
-                [jnp.all(jnp.isfinite(g)) for g in jax.tree_util.tree_leaves(grads)]
-                or [jnp.array(True)]
-            )
-        )
+        new_flat = ravel_pytree(project(unravel(flat + updates), static))[0]
+        finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(grads))
         keep = lambda new, old: jax.tree_util.tree_map(  # noqa: E731
             lambda a, b: jnp.where(finite, a, b), new, old
         )
         carry = (
-            keep(new_params, params),
+            keep(new_flat, flat),
             keep(new_opt, opt_state),
             skipped + (~finite).astype(jnp.int32),
         )
@@ -161,9 +171,10 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     @eqx.filter_jit
     def epoch(params, opt_state, data, key):
         batches = data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
-        carry = (params, opt_state, jnp.zeros((), jnp.int32))
+        flat, unravel = ravel_pytree(params)
+        carry = (flat, opt_state, jnp.zeros((), jnp.int32))
         if data.count is None:
-            body = lambda c, s: step(c, s, data)  # noqa: E731
+            body = lambda c, s: step(c, s, data, unravel)  # noqa: E731
             xs = batches
         else:
             active = data.epoch_batches(batch_size)
@@ -172,7 +183,7 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
                 j, s = xs
 
                 def train(c):
-                    c, value = step(c, s, data)
+                    c, value = step(c, s, data, unravel)
                     return c, value.astype(data.q.dtype)
 
                 def pass_over(c):
@@ -181,8 +192,8 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
                 return jax.lax.cond(j < active, train, pass_over, c)
 
             xs = (jnp.arange(batches.shape[0]), batches)
-        (params, opt_state, skipped), losses = jax.lax.scan(body, carry, xs)
-        return params, opt_state, jnp.nanmean(losses), skipped
+        (flat, opt_state, skipped), losses = jax.lax.scan(body, carry, xs)
+        return unravel(flat), opt_state, jnp.nanmean(losses), skipped
 
     return epoch
 
@@ -267,7 +278,8 @@ def _survey(window_fn: Callable[[int], WindowDataset], epochs: int, batch_size: 
 
 
 class _CompileClock:
-    """Seconds JAX spends tracing, lowering and compiling while open (its monitoring events)."""
+    """Wall-clock seconds in which JAX was tracing, lowering or compiling while open (its monitoring events; time
+    in which two programs compiled at once counts once)."""
 
     EVENTS = (
         "/jax/core/compile/jaxpr_trace_duration",
@@ -276,11 +288,20 @@ class _CompileClock:
     )
 
     def __init__(self):
-        self.seconds = 0.0
+        self.spans = []
 
     def _listen(self, event, duration, **kwargs):
         if event in self.EVENTS:
-            self.seconds += duration
+            end = time.perf_counter()  # each event is reported as it ends
+            self.spans.append((end - duration, end))
+
+    @property
+    def seconds(self) -> float:
+        total, reached = 0.0, -np.inf
+        for start, end in sorted(self.spans):
+            total += max(end - max(start, reached), 0.0)
+            reached = max(reached, end)
+        return total
 
     def __enter__(self):
         jax.monitoring.register_event_duration_secs_listener(self._listen)
@@ -328,7 +349,8 @@ def fit(
             The function is called for every epoch before training, to learn the stages: they are padded to
             the longest horizon and the most windows, and one compiled program trains them all.
         loss: the state loss of one window's predicted states.
-        optimizer: an optax transformation (its schedule counts optimiser steps).
+        optimizer: an optax transformation (its schedule counts optimiser steps), applied to the trainable
+            parameters raveled into one vector (see `make_epoch_fn`).
         epochs: passes over the windows; `key`: the data-order key.
         validation: windows whose mean loss selects the best epoch; None: the training loss does.
         patience: stop after this many epochs without improvement (None: never). With a curriculum, the count
@@ -360,7 +382,7 @@ def fit(
 
     with _CompileClock() as clock:
         params, static = eqx.partition(model, model.trainable())
-        opt_state = optimizer.init(params)
+        opt_state = init_optimizer(optimizer, params)
         params, opt_state = parallel.replicate((params, opt_state), mesh)
         epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
         eval_fn = make_eval_fn(static, integrator, loss)
@@ -378,17 +400,27 @@ def fit(
             _say(f"{desc}: compiling the training step …", end=" ")
         t = time.perf_counter()
         try:
-            if validation is not None:
-                initial, initial_final = eval_fn(params, validation)
-            else:
-                # The initial loss on the training windows: one evaluation outside the layout the epochs share.
-                initial, initial_final = eval_fn(params, window_fn(0))
-            initial, initial_final = float(initial), np.asarray(initial_final)
-            if first < epochs:
-                # Compiled here, with the argument types of the epochs (a typed key), to time it apart.
-                key_data = jax.random.key_data(key) if state is None else state.key_data
-                some_key = jax.random.split(jax.random.wrap_key_data(key_data))[1]
-                epoch_fn.lower(params, opt_state, placed[id(raw)], some_key).compile()
+            with ThreadPoolExecutor(1) as pool:
+                compiled = None
+                if first < epochs:
+                    # Traced here with the argument types of the epochs (a typed key), to time it apart. XLA
+                    # compiles it on a thread while the evaluation below is traced and compiled: its compile
+                    # leaves a core idle part of the time. Only the compile runs there: tracing reads JAX's
+                    # thread-local settings.
+                    key_data = jax.random.key_data(key) if state is None else state.key_data
+                    lowered = epoch_fn.lower(
+                        params, opt_state, placed[id(raw)], jax.random.wrap_key_data(key_data)
+                    )
+                    compiled = pool.submit(lowered.compile)
+                if validation is not None:
+                    initial, initial_final = eval_fn(params, validation)
+                else:
+                    # The initial loss on the training windows: one evaluation outside the layout the epochs
+                    # share.
+                    initial, initial_final = eval_fn(params, window_fn(0))
+                initial, initial_final = float(initial), np.asarray(initial_final)
+                if compiled is not None:
+                    compiled.result()
         except BaseException:
             if talk:
                 _say("")

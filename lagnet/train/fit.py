@@ -403,10 +403,9 @@ def fit(
             with ThreadPoolExecutor(1) as pool:
                 compiled = None
                 if first < epochs:
-                    # Traced here with the argument types of the epochs (a typed key), to time it apart. XLA
-                    # compiles it on a thread while the evaluation below is traced and compiled: its compile
-                    # leaves a core idle part of the time. Only the compile runs there: tracing reads JAX's
-                    # thread-local settings.
+                    # Traced here with the argument types of the epochs (a typed key), and compiled on a thread
+                    # while the evaluation below is traced and compiled: XLA's compile leaves a core idle part
+                    # of the time. Only the compile runs there: tracing reads JAX's thread-local settings.
                     key_data = jax.random.key_data(key) if state is None else state.key_data
                     lowered = epoch_fn.lower(
                         params, opt_state, placed[id(raw)], jax.random.wrap_key_data(key_data)

@@ -37,7 +37,8 @@ def peak_bytes(loss_of, params, arrays) -> int:
 
 
 def lagnet_loss(model):
-    """lagnet's batch loss (the one its epoch differentiates) as loss(params, arrays)."""
+    """lagnet's batch loss (the one its epoch differentiates, with the integrator's compact form as `fit` uses it)
+    as loss(params, arrays)."""
     import equinox as eqx
 
     from lagnet.integrators import RK4
@@ -51,7 +52,10 @@ def lagnet_loss(model):
         q0, qd0, us, q_true, qd_true = arrays
         dts = jnp.full(us.shape[:2], DT, jnp.float32)
         return batch_loss(
-            eqx.combine(params, static), RK4(), loss, (q0, qd0, us, dts, q_true, qd_true)
+            eqx.combine(params, static),
+            RK4().compact_form(),
+            loss,
+            (q0, qd0, us, dts, q_true, qd_true),
         )
 
     return of

@@ -141,7 +141,7 @@ def models() -> dict[str, Dynamics]:
             from lagnet.config import load_config
             from lagnet.run.training import train_run
 
-            config = load_config(PINODE_CONFIG, *overrides)
+            config = load_config(PINODE_CONFIG, list(overrides))
             train_run(config, run_dir, progress=False, overwrite=True)
         run = load_run(run_dir, dtype="float64")
         # The MPC steps at the rig's 50 Hz (the run's dt is that step up to the recording's time rounding).

@@ -135,9 +135,11 @@ def _solve(
         ok = info.converged & jnp.all(jnp.isfinite(q1)) & jnp.all(jnp.isfinite(qd1))
         return (q1, qd1, state1), (q1, qd1, ok)
 
-    if remat:
+    if remat and not integrator.rematerialised:
         # Store only the carry per step for the backward pass and recompute each step's internals (the stage
         # accelerations, the network's activations): memory O(steps · n) instead of O(steps · work per step).
+        # A step that rematerialises itself already keeps that little; a second checkpoint would only compute
+        # its forward pass once more.
         body = jax.checkpoint(body, prevent_cse=False)  # scan already keeps the steps apart
     _, (qs, qds, converged) = jax.lax.scan(body, (q0, qd0, state0), (us, dts))
     qs = jnp.concatenate([q0[None], qs])
@@ -197,7 +199,8 @@ def rollout(
         remat: rematerialise each step in the backward pass (`jax.checkpoint` on the scan body), the default:
             reverse-mode memory drops from every step's intermediates to the states alone (a 1000-step, batch
             128 cart-pole loss: 118 MB → 1.2 MB), and on CPU the smaller working set more than pays for the
-            recomputed forward pass. Results are unchanged; forward-only rollouts are unaffected.
+            recomputed forward pass. Results are unchanged; forward-only rollouts are unaffected. Not applied
+            where the step rematerialises itself (`integrator.rematerialised`): it keeps that little already.
 
     Returns:
         `(qs, qds)`, each of shape (steps + 1, n) with the initial state first, in the dtype of q0.

@@ -69,8 +69,11 @@ class Stages:
         return self.cache[h]
 
 
-def test_masked_loss_at_horizon_k_is_the_loss_of_k_step_windows(trajectories):
-    """Windows padded to K = 9 steps and scored on their first k: value and gradient of k-step windows."""
+@pytest.mark.parametrize("compact", [False, True])
+def test_masked_loss_at_horizon_k_is_the_loss_of_k_step_windows(trajectories, compact):
+    """Windows padded to K = 9 steps and scored on their first k: value and gradient of k-step windows, with RK4
+    and with its compact form (which rematerialises inside its step, so the held steps checkpoint nothing)."""
+    integrator = lagnet.RK4().compact_form() if compact else lagnet.RK4()
     model, loss = untrained(), state_loss()
     longest = make_windows(trajectories, 9)
     params, static = eqx.partition(model, model.trainable())
@@ -79,7 +82,7 @@ def test_masked_loss_at_horizon_k_is_the_loss_of_k_step_windows(trajectories):
     @eqx.filter_value_and_grad
     def value(p, data, starts):
         batch = as_batch(data.batch(starts))
-        return batch_loss(eqx.combine(p, static), lagnet.RK4(), loss, batch, steps=data.steps)
+        return batch_loss(eqx.combine(p, static), integrator, loss, batch, steps=data.steps)
 
     for k in (3, 9):
         short = make_windows(trajectories, k)
@@ -94,12 +97,18 @@ def test_masked_loss_at_horizon_k_is_the_loss_of_k_step_windows(trajectories):
         assert float(v_short) > 0
 
 
-def test_padded_epochs_draw_each_window_once(trajectories):
-    """A padded stage's epoch: the first `epoch_batches` rows hold every window once, the rest pass unused."""
+@pytest.mark.parametrize("x64", [True, False])
+@pytest.mark.filterwarnings(
+    "ignore:Explicitly requested dtype float64"
+)  # the float64 windows, in 32-bit mode
+def test_padded_epochs_draw_each_window_once(trajectories, x64):
+    """A padded stage's epoch: the first `epoch_batches` rows hold every window once, the rest pass unused; in
+    64-bit mode and in JAX's default 32-bit mode, where `lagnet train` runs."""
     short = make_windows(trajectories, 4)
-    padded = short.padded(short.q.shape[0] + 20, len(short) + 40, 20)
-    batches = padded.epoch(jax.random.key(1), 16)
-    n = int(padded.epoch_batches(16))
+    with jax.enable_x64(x64):
+        padded = short.padded(short.q.shape[0] + 20, len(short) + 40, 20)
+        batches = jax.jit(lambda d, k: d.epoch(k, 16))(padded, jax.random.key(1))
+        n = int(padded.epoch_batches(16))
     assert n == len(short) // 16 and batches.shape[0] == (len(short) + 40) // 16
     used = np.asarray(batches[:n]).ravel()
     assert len(set(used)) == used.size and set(used) <= set(np.asarray(short.starts))

@@ -33,6 +33,7 @@ INTEGRATORS = {
     "Leapfrog": Leapfrog(),
     "Leapfrog-predicted": Leapfrog(implicit_kick=False),
     "RK4": RK4(),
+    "RK4-looped": RK4().compact_form(),  # its stages a loop, which rematerialises the acceleration
     "BackwardEuler": BackwardEuler(),
     "Newmark(1/4,1/2)": Newmark(0.25, 0.5),
     "Newmark(0,1/2)": Newmark(0.0, 0.5),

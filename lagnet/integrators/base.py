@@ -79,9 +79,16 @@ class AbstractIntegrator(eqx.Module):
     def symmetric(self) -> bool:
         """True when stepping with −dt exactly undoes +dt (time reversible)."""
 
+    @property
+    def rematerialised(self) -> bool:
+        """True when `step`, differentiated, keeps only a few of its values and recomputes the rest in its backward
+        pass (`jax.checkpoint` inside the step): a rollout then has no reason to checkpoint the step again. False by
+        default."""
+        return False
+
     def compact_form(self) -> "AbstractIntegrator":
-        """The same method as a smaller program, for where the compile is what a user waits for (short training
-        windows, validation passes): by default the integrator itself.
+        """The same method as a smaller program, for where the compile is much of what a user waits for
+        (training, validation passes): by default the integrator itself.
 
         A method may trade some speed per step for a program that compiles faster (see `RK4`); the two forms agree
         to rounding.

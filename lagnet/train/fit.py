@@ -108,10 +108,6 @@ class FitResult:
     seconds: float = 0.0
 
 
-# The longest training windows (steps) whose rollouts use the integrator's compact form (see `make_epoch_fn`).
-COMPACT_HORIZON = 50
-
-
 def init_optimizer(optimizer: optax.GradientTransformation, params) -> optax.OptState:
     """The optimiser's initial state for `params` (the trainable half of the model) as `fit` keeps it: the
     state of the parameters raveled into one vector, which the optimiser updates (see `make_epoch_fn`)."""
@@ -126,8 +122,8 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     With a `mesh`, each batch of window start rows is split over its devices (data parallel: the data and the
     parameters are replicated, one all-reduce of the gradients per step). On a padded dataset (a curriculum
     stage) the loss scores each window's first `data.steps` steps, and the batches past `data.epoch_batches` are
-    passed over (a `lax.cond`, no work): every stage of the curriculum runs this one program. On windows of up
-    to `COMPACT_HORIZON` steps the rollouts use `integrator.compact_form()`.
+    passed over (a `lax.cond`, no work): every stage of the curriculum runs this one program. The rollouts use
+    `integrator.compact_form()` (RK4's compiles in half the time and steps as fast or faster in training).
 
     The optimiser updates the trainable parameters raveled into one vector (`opt_state` from `init_optimizer`):
     one array's update, finiteness check and all-reduce instead of one per leaf compiles fewer kernels. Element-wise
@@ -135,12 +131,10 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
     that reads the tree's structure (`optax.masked`, `optax.multi_transform`) does not apply.
     """
 
+    stepper = integrator.compact_form()
+
     def loss_of(flat, shared, starts):
         unravel, data = shared
-        # Short windows: the compile is most of a short run, and the compact form compiles faster at about the
-        # same speed per step; on long windows it runs slower per step, which a long run feels more (measured
-        # in `RK4.compact_form`).
-        stepper = integrator.compact_form() if data.k <= COMPACT_HORIZON else integrator
         return batch_loss(
             eqx.combine(unravel(flat), static),
             stepper,
@@ -400,23 +394,24 @@ def fit(
             _say(f"{desc}: compiling the training step …", end=" ")
         t = time.perf_counter()
         try:
-            with ThreadPoolExecutor(1) as pool:
+            with ThreadPoolExecutor(2) as pool:
+                # Both programs are traced here and compiled on threads (tracing reads JAX's thread-local
+                # settings; XLA's compile does not): the evaluation's first, while the epoch program is traced
+                # on one core, then the epoch program's. The calls below find them compiled.
+                # Without validation windows, the initial loss is on the training windows: one evaluation
+                # outside the layout the epochs share.
+                scored = validation if validation is not None else window_fn(0)
+                evaluation = pool.submit(eval_fn.lower(params, scored).compile)
                 compiled = None
                 if first < epochs:
-                    # Traced here with the argument types of the epochs (a typed key), and compiled on a thread
-                    # while the evaluation below is traced and compiled: XLA's compile leaves a core idle part
-                    # of the time. Only the compile runs there: tracing reads JAX's thread-local settings.
+                    # With the argument types of the epochs (a typed key).
                     key_data = jax.random.key_data(key) if state is None else state.key_data
                     lowered = epoch_fn.lower(
                         params, opt_state, placed[id(raw)], jax.random.wrap_key_data(key_data)
                     )
                     compiled = pool.submit(lowered.compile)
-                if validation is not None:
-                    initial, initial_final = eval_fn(params, validation)
-                else:
-                    # The initial loss on the training windows: one evaluation outside the layout the epochs
-                    # share.
-                    initial, initial_final = eval_fn(params, window_fn(0))
+                evaluation.result()
+                initial, initial_final = eval_fn(params, scored)
                 initial, initial_final = float(initial), np.asarray(initial_final)
                 if compiled is not None:
                     compiled.result()

@@ -1,7 +1,5 @@
 """The training loss (PINODE eq. 11–12) on predicted states after one or k integrator steps."""
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -53,14 +51,19 @@ class FirstSteps(AbstractIntegrator):
     def init(self, model, q, qd, u):
         return self.integrator.init(model, q, qd, u), jnp.zeros((), jnp.int32)
 
+    # Rollouts do not checkpoint this step again (see `step`).
+    rematerialised = True
+
     def step(self, model, q, qd, u, dt, state):
         inner, taken = state
 
-        # Rematerialised here rather than around the whole scan body (`rollout(remat=False)`): the cond then
-        # keeps only its inputs for the backward pass, so a held step stores and zero-fills no residuals.
-        @functools.partial(jax.checkpoint, prevent_cse=False)
         def advance(inner):
             return self.integrator.step(model, q, qd, u, dt, inner)
+
+        if not self.integrator.rematerialised:
+            # Rematerialised here rather than around the whole scan body: the cond then keeps only its inputs
+            # for the backward pass, so a held step stores and zero-fills no residuals.
+            advance = jax.checkpoint(advance, prevent_cse=False)
 
         def hold(inner):
             # The branches must agree in dtypes: a step may promote (float64 parameters on a float32 state).
@@ -96,11 +99,8 @@ def window_rollout(model, integrator, q0, qd0, us, dts, *, steps=None):
     `FirstSteps`): a window padded to k is rolled out to its horizon h.
     """
     # No throw: a non-finite loss is caught by the training step (skipped and counted), not raised mid-scan.
-    if steps is None:
-        qs, qds = rollout(model, integrator, q0, qd0, us, dts, throw=False)
-    else:
-        stepper = FirstSteps(integrator, steps)
-        qs, qds = rollout(model, stepper, q0, qd0, us, dts, throw=False, remat=False)
+    stepper = integrator if steps is None else FirstSteps(integrator, steps)
+    qs, qds = rollout(model, stepper, q0, qd0, us, dts, throw=False)
     return qs[1:], qds[1:]
 
 

@@ -211,7 +211,7 @@ class WindowDataset(eqx.Module):
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         # One sort by random 32-bit keys, the round that `jax.random.permutation` repeats to make ties rarer (two
         # rounds at 20 000 windows): a tie keeps two windows in their order, which a mini-batch order does not
-        # feel, and one round is about 20 fewer kernels to compile in `fit`'s epoch program.
+        # feel, and one round is 28 fewer kernels to compile in `fit`'s epoch program.
         keys = jax.random.bits(key, (n,), jnp.uint32)
         if self.count is not None:
             # The valid slots first, in random order; n_batches rows of which `epoch_batches` are trained on.

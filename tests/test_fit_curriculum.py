@@ -97,10 +97,9 @@ def test_masked_loss_at_horizon_k_is_the_loss_of_k_step_windows(trajectories, co
         assert float(v_short) > 0
 
 
+# The test's windows are float64, truncated with a warning in 32-bit mode.
 @pytest.mark.parametrize("x64", [True, False])
-@pytest.mark.filterwarnings(
-    "ignore:Explicitly requested dtype float64"
-)  # the float64 windows, in 32-bit mode
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype float64")
 def test_padded_epochs_draw_each_window_once(trajectories, x64):
     """A padded stage's epoch: the first `epoch_batches` rows hold every window once, the rest pass unused; in
     64-bit mode and in JAX's default 32-bit mode, where `lagnet train` runs."""

@@ -48,11 +48,11 @@ class RK4(AbstractIntegrator):
 
     def compact_form(self) -> "RK4":
         """RK4 with its stages as a loop, the acceleration rematerialised. Measured on 2 cores (cart-pole + MLP,
-        batch 128, value and gradient of the window loss, interleaved): compiled in 1.6–2.0 s instead of 3.1–3.8 s
-        and stepped in 0.79–0.97× the time at 10- to 1000-step windows, for 2.3× the memory at 1000 steps (19 MB
-        against 8.2 MB, both rematerialised); one MPC solve on a single state took 13–46 % longer (measured before
-        the acceleration was rematerialised). Training uses it (`lagnet.train.fit`); rollouts, control and export
-        keep the unrolled stages."""
+        batch 128, one device, value and gradient of the window loss, interleaved): compiled in 1.6–2.0 s instead
+        of 3.1–3.8 s and stepped in 0.79–0.97× the time at 10- to 1000-step windows, for 2.3× the memory at 1000
+        steps (19 MB against 8.2 MB, both rematerialised); one MPC solve on a single state took 13–46 % longer
+        (measured before the acceleration was rematerialised). Training uses it (`lagnet.train.fit`); rollouts,
+        control and export keep the unrolled stages."""
         return dataclasses.replace(self, loop_stages=True)  # a subclass stays itself
 
     @staticmethod
@@ -74,9 +74,9 @@ class RK4(AbstractIntegrator):
         dtype = jnp.result_type(q, qd, dt)
 
         # Rematerialised: differentiated, the loop keeps each stage's (q, v) and recomputes the acceleration's
-        # internals in its backward pass, instead of stacking every intermediate of the model (26 arrays for the
-        # cart-pole's PINODE) once per stage. The compact form is for compiling fast, and this is less to
-        # compile: 18 fewer kernels and half the lowering time in the cart-pole's training epoch.
+        # internals in its backward pass, instead of stacking every intermediate of the model once per stage.
+        # A rollout then needs no checkpoint around the whole step (`rematerialised`), which made training steps
+        # faster (measured in `compact_form`).
         @functools.partial(jax.checkpoint, prevent_cse=False)  # the scan keeps the stages apart
         def acceleration(q, v):
             return model.acceleration(q, v, u).astype(dtype)

@@ -199,6 +199,9 @@ def main():
     p = parser(__doc__)
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--steps", type=int, default=1000)
+    p.add_argument(
+        "--no-numpy", action="store_true", help="skip numpy (minutes at a GPU's batch sizes)"
+    )
     args = p.parse_args()
     if args.quick:
         args.batch, args.steps, args.repeats = min(args.batch, 256), min(args.steps, 200), 3
@@ -234,10 +237,12 @@ def main():
     const_ref = block(fns["lagnet"](model, q0, qd0, us_const))
     checks["diffrax (constant u)"] = diff(const_ref, fns["diffrax"](model, q0, qd0, us_const))
 
-    calls["numpy"] = lambda: numpy_rollout(weights, params, q0n, qd0n, usn)
-    outputs["numpy"] = calls["numpy"]()
-    checks["numpy"] = diff(ref, outputs["numpy"])
-    full_length = {"numpy": diff(ref, outputs["numpy"], args.steps)}
+    full_length = {}
+    if not args.no_numpy:
+        calls["numpy"] = lambda: numpy_rollout(weights, params, q0n, qd0n, usn)
+        outputs["numpy"] = calls["numpy"]()
+        checks["numpy"] = diff(ref, outputs["numpy"])
+        full_length["numpy"] = diff(ref, outputs["numpy"], args.steps)
 
     torch_threads = None
     torch_mods = torch_or_none(args.no_torch)

@@ -29,6 +29,7 @@ PARTS = [
     "time_to_accuracy",
     "long_horizon",
     "mpc",
+    "gpu",  # benchmarks/gpu.py: measures only where JAX has a GPU or TPU, else leaves its records as they are
 ]
 
 TARGETS = {  # the targets, and (indented) the same comparison like for like
@@ -62,8 +63,11 @@ def run(parts, quick: bool, no_torch: bool) -> None:
     os.makedirs(RESULTS, exist_ok=True)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     for name in parts:
-        cmd = [sys.executable, os.path.join(HERE, f"{name}.py"), "--json"]
-        cmd.append(os.path.join(RESULTS, f"{name}.json"))
+        cmd = [sys.executable, os.path.join(HERE, f"{name}.py")]
+        if name == "gpu":  # several records, in a folder of their own
+            cmd += ["--out", os.path.join(RESULTS, "gpu")]
+        else:
+            cmd += ["--json", os.path.join(RESULTS, f"{name}.json")]
         if quick:
             cmd.append("--quick")
         if no_torch and name in ("rollout_rk4", "train_step"):
@@ -80,7 +84,7 @@ def run(parts, quick: bool, no_torch: bool) -> None:
 def records() -> dict:
     out = {}
     for name in PARTS:
-        path = os.path.join(RESULTS, f"{name}.json")
+        path = os.path.join(RESULTS, *(("gpu", "gpu.json") if name == "gpu" else (f"{name}.json",)))
         if os.path.exists(path):
             with open(path) as f:
                 out[name] = json.load(f)
@@ -107,8 +111,10 @@ def table(header, rows) -> list[str]:
 
 def report(recs: dict, command: str) -> str:
     env = {}
-    for r in recs.values():  # each script imports only what it compares
-        env.update({k: v for k, v in r["environment"].items() if v is not None})
+    for r in (
+        recs.values()
+    ):  # each script imports only what it compares (the accelerator's run: its own)
+        env.update({k: v for k, v in r.get("environment", {}).items() if v is not None})
     lines = [
         "# Benchmarks",
         "",
@@ -400,6 +406,24 @@ def report(recs: dict, command: str) -> str:
             f"{peak['results'].get('mlp-shaped bfloat16', {}).get('gflops', float('nan')):.0f} GFLOP/s in "
             "bfloat16. The model's "
             "matmul work is 4 × 2 × (5·64 + 64·64 + 64·2) = 36,352 FLOPs per sample-step.",
+            "",
+        ]
+    gpu = recs.get("gpu")
+    lines += ["## Accelerator (`benchmarks/gpu.py`)", ""]
+    if gpu:
+        lines += [
+            f"{gpu['device']} ({gpu['backend']}, {gpu['devices']} device(s)), jax {gpu['jax']}, "
+            f"{gpu['date']}{', smoke sizes (--quick)' if gpu['quick'] else ''}; each row the CPU benchmark "
+            "of the same name, run there. Records: `benchmarks/results/gpu/`.",
+            "",
+            *gpu["table"],
+            "",
+        ]
+    else:
+        lines += [
+            "Not measured: no GPU or TPU was available where this was run. On a machine with one, "
+            "`python benchmarks/gpu.py` (about 8 minutes) measures the rollout, training-step and "
+            "time-to-accuracy rows there and this section shows them.",
             "",
         ]
     rows = []

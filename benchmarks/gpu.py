@@ -74,11 +74,14 @@ def run_part(python, name, script, args, out, timeout, quick) -> dict:
     if timeout <= 0:
         return {"part": name, "status": "not run: the budget was spent"}
     t = time.perf_counter()
-    # A session of its own, so that a part stopped at the budget takes the processes it started along
-    # (time_to_accuracy.py runs `lagnet train` in children).
+    # Memory on demand: time_to_accuracy.py's process and the `lagnet train` it starts share the device (by
+    # default JAX takes 75 % of a GPU's memory when it starts).
+    env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", **os.environ}
+    # A session of its own, so that a part stopped at the budget takes the processes it started along.
     proc = subprocess.Popen(
         cmd,
         cwd=HERE,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -18,7 +18,7 @@ Without a GPU or TPU it says so and writes nothing, so that a CPU machine's `mak
 accelerator's records.
 
     python benchmarks/gpu.py [--out benchmarks/results/gpu] [--budget-s 480] [--quick] [--allow-cpu]
-    PYTHONPATH=. python3 benchmarks/gpu.py --out $OUT      # from the repository root, lagnet not installed
+    python3 benchmarks/gpu.py --out DIR     # lagnet need not be installed: the parts import this checkout's
 
 `--allow-cpu` runs the same sequence on the CPU: a smoke test of this script (with --quick, the CPU-sized parts
 at their smoke sizes, about 2 minutes on 2 cores; the whole sequence at --quick sizes took 6 minutes there).
@@ -77,6 +77,8 @@ def run_part(python, name, script, args, out, timeout, quick) -> dict:
     # Memory on demand: time_to_accuracy.py's process and the `lagnet train` it starts share the device (by
     # default JAX takes 75 % of a GPU's memory when it starts).
     env = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", **os.environ}
+    # This checkout's lagnet, installed or not (a device machine runs the scripts from a copy of the tree).
+    env["PYTHONPATH"] = os.pathsep.join(x for x in (ROOT, os.environ.get("PYTHONPATH")) if x)
     # A session of its own, so that a part stopped at the budget takes the processes it started along.
     proc = subprocess.Popen(
         cmd,

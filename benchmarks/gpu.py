@@ -111,6 +111,15 @@ def run_part(python, name, script, args, out, timeout, quick) -> dict:
     return {"part": name, "status": "ok", "seconds": seconds, "record": os.path.basename(path)}
 
 
+def against_peers(results: dict, speed: str) -> str:
+    """lagnet's row of a rollout or training-step record: its speed, its ratios to the scan and diffrax, its compile."""
+    lag, dfx = results["lagnet"], results.get("diffrax")
+    versus_diffrax = f", {dfx['seconds'] / lag['seconds']:.2f}× diffrax" if dfx else ""
+    return (
+        f"{speed}, {lag['vs_scan']:.2f}× the scan{versus_diffrax}; compile {lag['compile_s']:.2f} s"
+    )
+
+
 def summary_table(out: str, parts: list[dict]) -> list[str]:
     """The accelerator's rows, read back from the parts' records (the same fields run_all.py's CPU tables use)."""
 
@@ -128,25 +137,13 @@ def summary_table(out: str, parts: list[dict]) -> list[str]:
             lines.append(f"| {name} | {part['status']} |")
             continue
         if name.startswith("rollout"):
-            res = r["results"]
-            lag, dfx = res["lagnet"], res.get("diffrax")
-            text = (
-                f"{lag['sample_steps_per_s']:.3g} sample-steps/s, {lag['vs_scan']:.2f}× the scan"
-                + (f", {dfx['seconds'] / lag['seconds']:.2f}× diffrax" if dfx else "")
-                + f"; compile {lag['compile_s']:.2f} s"
-            )
-            lines.append(f"| RK4 rollout, {r['batch']} × {r['steps']} steps | {text} |")
+            speed = f"{r['results']['lagnet']['sample_steps_per_s']:.3g} sample-steps/s"
+            row = f"RK4 rollout, {r['batch']} × {r['steps']} steps"
+            lines.append(f"| {row} | {against_peers(r['results'], speed)} |")
         elif name.startswith("train_step"):
-            res = r["results"]
-            lag, dfx = res["lagnet"], res.get("diffrax")
-            text = (
-                f"{lag['ms_per_step']:.3g} ms/step, {lag['vs_scan']:.2f}× the scan"
-                + (f", {dfx['seconds'] / lag['seconds']:.2f}× diffrax" if dfx else "")
-                + f"; compile {lag['compile_s']:.2f} s"
-            )
-            lines.append(
-                f"| training step, batch {r['batch']}, {r['horizon']}-step windows | {text} |"
-            )
+            speed = f"{r['results']['lagnet']['ms_per_step']:.3g} ms/step"
+            row = f"training step, batch {r['batch']}, {r['horizon']}-step windows"
+            lines.append(f"| {row} | {against_peers(r['results'], speed)} |")
         else:
             for x in [r] + ([r["real"]] if r.get("real") else []):
                 lines.append(

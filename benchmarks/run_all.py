@@ -111,9 +111,8 @@ def table(header, rows) -> list[str]:
 
 def report(recs: dict, command: str) -> str:
     env = {}
-    for r in (
-        recs.values()
-    ):  # each script imports only what it compares (the accelerator's run: its own)
+    # Each script imports only what it compares; the accelerator's run has its own line below.
+    for r in recs.values():
         env.update({k: v for k, v in r.get("environment", {}).items() if v is not None})
     lines = [
         "# Benchmarks",

@@ -34,7 +34,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-ACCELERATORS = ("gpu", "tpu", "cuda", "rocm")
 
 # (name, script, arguments): the CPU's sizes first, then an accelerator's, so that a run cut short by its budget
 # still has the comparison with the CPU table. Neither torch (it would run on the CPU here) nor numpy at 16384.
@@ -51,7 +50,7 @@ PARTS = [
 ]
 
 
-def probe(python: str) -> dict:
+def probe() -> dict:
     """JAX's default backend and device in a separate process: this one must not take the accelerator's memory
     (JAX preallocates most of a GPU's) before the parts run."""
     code = (
@@ -59,16 +58,16 @@ def probe(python: str) -> dict:
         "'device': getattr(d, 'device_kind', str(d)), 'devices': len(jax.devices()), "
         "'jax': jax.__version__}))"
     )
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     if proc.returncode:
         raise SystemExit(f"could not start JAX:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_part(python, name, script, args, out, timeout, quick) -> dict:
+def run_part(name, script, args, out, timeout, quick) -> dict:
     """One part in a fresh process; its status, wall time and (on failure) the end of its output."""
     path = os.path.join(out, f"{name}.json")
-    cmd = [python, os.path.join(HERE, f"{script}.py"), "--json", path, *args]
+    cmd = [sys.executable, os.path.join(HERE, f"{script}.py"), "--json", path, *args]
     if quick:
         cmd.append("--quick")
     if timeout <= 0:
@@ -164,10 +163,9 @@ def main(argv=None):
     p.add_argument("--budget-s", type=float, default=480.0, help="wall-clock budget of all parts")
     p.add_argument("--quick", action="store_true", help="the first three parts at smoke sizes")
     p.add_argument("--allow-cpu", action="store_true", help="run on the CPU too (a smoke test)")
-    p.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    info = probe(args.python)
-    if info["backend"] not in ACCELERATORS and not args.allow_cpu:
+    info = probe()
+    if info["backend"] == "cpu" and not args.allow_cpu:
         print(
             f"benchmarks/gpu.py: JAX's backend here is {info['backend']} ({info['device']}): no GPU or TPU, "
             "nothing measured (the accelerator's records, if any, are left as they are)."
@@ -179,7 +177,7 @@ def main(argv=None):
     # Quick: the CPU-sized parts at their smoke sizes (the accelerator-sized ones are the point of a real run).
     for name, script, extra in PARTS[:3] if args.quick else PARTS:
         left = args.budget_s - (time.perf_counter() - start)
-        parts.append(run_part(args.python, name, script, extra, args.out, left, args.quick))
+        parts.append(run_part(name, script, extra, args.out, left, args.quick))
         print(f"{name}: {parts[-1]['status']} ({parts[-1].get('seconds', 0):.0f} s)", flush=True)
     lines = summary_table(args.out, parts)
     record = {

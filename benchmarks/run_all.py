@@ -63,11 +63,9 @@ def run(parts, quick: bool, no_torch: bool) -> None:
     os.makedirs(RESULTS, exist_ok=True)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     for name in parts:
+        path = record_path(name)
         cmd = [sys.executable, os.path.join(HERE, f"{name}.py")]
-        if name == "gpu":  # several records, in a folder of their own
-            cmd += ["--out", os.path.join(RESULTS, "gpu")]
-        else:
-            cmd += ["--json", os.path.join(RESULTS, f"{name}.json")]
+        cmd += ["--out", os.path.dirname(path)] if name == "gpu" else ["--json", path]
         if quick:
             cmd.append("--quick")
         if no_torch and name in ("rollout_rk4", "train_step"):
@@ -81,10 +79,15 @@ def run(parts, quick: bool, no_torch: bool) -> None:
         print(f"   done in {time.perf_counter() - t:.0f} s", flush=True)
 
 
+def record_path(name: str) -> str:
+    """A part's record; gpu.py writes several to a folder of their own, gpu.json summarising them."""
+    return os.path.join(RESULTS, *(("gpu", "gpu.json") if name == "gpu" else (f"{name}.json",)))
+
+
 def records() -> dict:
     out = {}
     for name in PARTS:
-        path = os.path.join(RESULTS, *(("gpu", "gpu.json") if name == "gpu" else (f"{name}.json",)))
+        path = record_path(name)
         if os.path.exists(path):
             with open(path) as f:
                 out[name] = json.load(f)
@@ -421,7 +424,7 @@ def report(recs: dict, command: str) -> str:
     else:
         lines += [
             "Not measured: no GPU or TPU was available where this was run. On a machine with one, "
-            "`python benchmarks/gpu.py` (about 8 minutes) measures the rollout, training-step and "
+            "`python benchmarks/gpu.py` (within its 8-minute budget) measures the rollout, training-step and "
             "time-to-accuracy rows there and this section shows them.",
             "",
         ]

@@ -4,6 +4,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._indexing import take
 from .._types import Array, Float, Q, QDot, U
 
 
@@ -44,22 +45,27 @@ class StateFeatures(eqx.Module):
         self.qd_scale = jnp.ones(n) if qd_scale is None else jnp.asarray(qd_scale, float)
         self.u_scale = jnp.ones(n_inputs) if u_scale is None else jnp.asarray(u_scale, float)
 
-    def _shown(self):
+    def _shown(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The indices of the shown angles and of the other shown coordinates."""
         angles = np.asarray(self.angles, bool)
         shown = ~np.asarray(self.hide_position, bool)
-        return np.flatnonzero(angles & shown), np.flatnonzero(~angles & shown)
+        return (
+            tuple(np.flatnonzero(angles & shown).tolist()),
+            tuple(np.flatnonzero(~angles & shown).tolist()),
+        )
 
     @property
     def size(self) -> int:
         idx, other = self._shown()
-        return 2 * idx.size + other.size + len(self.angles) + self.u_scale.shape[0]
+        return 2 * len(idx) + len(other) + len(self.angles) + self.u_scale.shape[0]
 
     def __call__(self, q: Q, qd: QDot, u: U) -> Float[Array, " features"]:
         idx, other = self._shown()
+        angle = take(q, idx)
         parts = [
-            jnp.sin(q[idx]),
-            jnp.cos(q[idx]),
-            (q[other] - self.q_mean[other]) / self.q_scale[other],
+            jnp.sin(angle),
+            jnp.cos(angle),
+            (take(q, other) - take(self.q_mean, other)) / take(self.q_scale, other),
             qd / self.qd_scale,
             u / self.u_scale,
         ]

@@ -3,6 +3,7 @@
 import equinox as eqx
 import jax.numpy as jnp
 
+from .._indexing import place
 from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
 from ..systems.friction import JointFriction
@@ -112,7 +113,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
             force = force + self.friction(qd)
         if self.network is not None:
             out = self.output_scale(self.network(self.features(q, qd, u)))
-            force = force.at[jnp.asarray(self.force_on)].add(out)
+            force = force + place(out.astype(force.dtype), self.force_on, force.shape[0])
         return force
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:

@@ -15,6 +15,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
+from .._indexing import place
 from .._types import Array, Float, Force, QDot
 from .parameters import Bounded
 
@@ -94,10 +95,10 @@ class JointFriction(eqx.Module):
 
     def coefficient(self, term: str) -> Float[Array, " n"]:
         """The coefficients of `term` as a length-n vector (0 where the term does not exist)."""
-        full = jnp.zeros(self.n)
+        dtype = jnp.result_type(float)  # JAX's default float, as `jnp.zeros(n)` gives
         if term not in self.on:
-            return full
-        return full.at[jnp.asarray(self.on[term])].set(self.coefficients[term].value)
+            return jnp.zeros(self.n, dtype)
+        return place(self.coefficients[term].value.astype(dtype), self.on[term], self.n)
 
     def __call__(self, qd: QDot) -> Force:
         force = jnp.zeros_like(qd)

@@ -55,17 +55,14 @@ def place(values: Array, idx: Sequence[int], n: int) -> Array:
         raise ValueError(f"place: {values.shape[0]} values for {len(idx)} indices")
     if idx == tuple(range(n)):
         return values
+    # The values in the order of their indices, then one slice of them per run of consecutive indices.
     order = sorted(range(len(idx)), key=idx.__getitem__)
-    by_index = tuple(idx[k] for k in order)
+    ordered = take(values, order)
     pieces, reached = [], 0
-    for k0, i0, m in _runs(by_index):
+    for k0, i0, m in _runs(tuple(idx[k] for k in order)):
         if i0 > reached:
             pieces.append(jnp.zeros((i0 - reached, *values.shape[1:]), values.dtype))
-        first = order[k0]
-        if order[k0 : k0 + m] == list(range(first, first + m)):
-            pieces.append(values[first : first + m])
-        else:
-            pieces.extend(values[order[k] : order[k] + 1] for k in range(k0, k0 + m))
+        pieces.append(ordered[k0 : k0 + m])
         reached = i0 + m
     if reached < n:
         pieces.append(jnp.zeros((n - reached, *values.shape[1:]), values.dtype))

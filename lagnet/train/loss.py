@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from .._types import Array, Float, Int
 from ..integrators.base import AbstractIntegrator, StepInfo
 from ..rollout import rollout
+from .held import held_rollout
 
 
 class StateLoss(eqx.Module):
@@ -42,7 +43,8 @@ class FirstSteps(AbstractIntegrator):
     traced value, not a shape: every horizon ≤ K of a curriculum runs one compiled program. The hold is a
     `lax.cond` on the step count, which `vmap` over windows leaves unbatched (all windows share `steps`), so the
     held steps are skipped, not computed and discarded; and a held state never steps into the padding, which
-    therefore cannot make the loss or its gradient non-finite.
+    therefore cannot make the loss or its gradient non-finite. `batch_loss` differentiates the same rollout through
+    `held_rollout` instead, whose reverse pass compiles smaller.
     """
 
     integrator: AbstractIntegrator
@@ -137,6 +139,14 @@ def as_batch(windows):
 
 
 def batch_loss(model, integrator, loss, batch, *, steps=None):
-    """Mean window loss over a batch (vmapped over the windows); `steps`: as for `window_loss`, shared by all."""
-    per_window = jax.vmap(lambda *w: window_loss(model, integrator, loss, *w, steps=steps))(*batch)
-    return jnp.mean(per_window)
+    """Mean window loss over a batch (vmapped over the windows); `steps`: as for `window_loss`, shared by all.
+
+    With `steps`, the windows are rolled out by `held_rollout` (the same states, a reverse pass that compiles
+    smaller than `FirstSteps`'s); differentiable in reverse mode only."""
+    if steps is None:
+        per_window = jax.vmap(lambda *w: window_loss(model, integrator, loss, *w))(*batch)
+        return jnp.mean(per_window)
+    q0, qd0, us, dts, q_true, qd_true = batch
+    qs, qds = held_rollout(model, integrator, q0, qd0, us, dts, steps)
+    per_step = jax.vmap(loss.per_step)(qs, qds, q_true, qd_true)
+    return jnp.mean(jax.vmap(lambda p: mean_over_steps(p, steps))(per_step))

@@ -141,8 +141,8 @@ def held_rollout(
 
         ct_qs, ct_qds = cts
         zero_inner = jax.tree.map(lambda x: jnp.zeros_like(x[0]), inners)
-        init = (jnp.zeros_like(q_in[0]), jnp.zeros_like(qd_in[0]), zero_inner)
-        init = (*init, jax.tree.map(jnp.zeros_like, params))
+        zero_params = jax.tree.map(jnp.zeros_like, params)
+        init = (jnp.zeros_like(q_in[0]), jnp.zeros_like(qd_in[0]), zero_inner, zero_params)
         js = jnp.arange(dts.shape[0])
         xs = (q_in, qd_in, inners, kept, us, dts, js, ct_qs, ct_qds)
         (g_q0, g_qd0, g_inner0, g_params), (g_us, g_dts) = jax.lax.scan(

@@ -15,6 +15,7 @@ from ..models import (
     BlackBox,
     LearnedPotential,
     StateFeatures,
+    TrainingRegion,
     fit_friction,
     make_mlp,
     residual_force,
@@ -194,6 +195,15 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         )[:, list(force_on)]
     )
     scale = output_scale(mc.output_scale, len(force_on), target)
+    region = None
+    if mc.gate == "box":
+        region = (
+            TrainingRegion(system.angles, margin=mc.gate_margin)
+            if stats is None
+            else TrainingRegion.from_data(
+                system.angles, stats["q"], stats["qd"], margin=mc.gate_margin
+            )
+        )
     return PINODE(
         system,
         friction=friction,
@@ -204,6 +214,7 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         output_scale=scale,
         input_history=mc.input_history,
         friction_trainable=mc.friction.trainable,
+        region=region,
     )
 
 

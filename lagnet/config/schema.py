@@ -217,6 +217,31 @@ class FrictionConfig(_Section):
 
 
 @dataclasses.dataclass(frozen=True)
+class IdentificationConfig(_Section):
+    method: str = option(
+        "solver",
+        (str,),
+        "pinode, pure_ode: solver = before any network, fit the physical parameters and friction "
+        "coefficients through the solver (bounded Gauss–Newton on the training windows' rollouts, started "
+        "from the equation error); none = start training from the config's values and the least-squares "
+        "friction fit",
+        one_of(("solver", "none")),
+    )
+    refine: bool = option(
+        False,
+        (bool,),
+        "after identification, let training keep changing the physics too (false: the network learns only "
+        "what the identified physics cannot, and cannot take over a friction term)",
+    )
+    max_windows: int = option(
+        1024, (int,), "training windows (evenly spread) the identification fits", positive
+    )
+    max_iterations: int = option(
+        100, (int,), "solver function evaluations per identification stage", positive
+    )
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelConfig(_Section):
     type: str = option(
         "pinode", (str,), "pinode | pure_ode | blackbox | potential | known", one_of(MODEL_TYPES)
@@ -251,6 +276,19 @@ class ModelConfig(_Section):
     input_history: int = option(
         0, (int,), "past inputs the network also sees (actuator lag)", non_negative
     )
+    gate: str = option(
+        "box",
+        (str,),
+        "pinode: box = the residual fades to zero off the box of the training states (the physics alone "
+        "where there was no data: `TrainingRegion`); none = the network acts everywhere",
+        one_of(("box", "none")),
+    )
+    gate_margin: float = option(
+        0.1,
+        NUM,
+        "pinode, gate box: how far (× the box's width per coordinate) the residual fades",
+        positive,
+    )
     friction: FrictionConfig = dataclasses.field(default_factory=FrictionConfig)
     learn_parameters: list | dict = option(
         [],
@@ -267,6 +305,7 @@ class ModelConfig(_Section):
         "pure ODE run, then learn the residual); null: the config's values",
         nullable=True,
     )
+    identification: IdentificationConfig = dataclasses.field(default_factory=IdentificationConfig)
     learn_mass: bool = option(False, (bool,), "potential model: learn a constant SPD mass matrix")
     dissipation: bool = option(
         False, (bool,), "potential model: add a passive learned Rayleigh dissipation"

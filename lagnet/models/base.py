@@ -9,6 +9,7 @@ from ..systems.base import AbstractDynamics, AbstractSystem
 from ..systems.parameters import Bounded
 from .features import OutputScale, StateFeatures
 from .history import InputHistory
+from .region import TrainingRegion
 
 
 class AbstractModel(AbstractDynamics):
@@ -26,6 +27,15 @@ class AbstractModel(AbstractDynamics):
     @abc.abstractmethod
     def trainable(self):
         """A filter spec for `eqx.partition`: True for the inexact arrays an optimiser updates."""
+
+    def physics_prior(self) -> "AbstractModel | None":
+        """The model's physics alone, without its learned parts: what the learned parts are measured against
+        (the identified physics of a PINODE). None for a model with no physics of its own (a black box)."""
+        return None
+
+    def with_physics_trainable(self, trainable: bool) -> "AbstractModel":
+        """This model with its physical parameters trainable or frozen; a model without any: itself."""
+        return self
 
     @property
     def history(self) -> InputHistory:
@@ -58,10 +68,11 @@ class AbstractModel(AbstractDynamics):
 
 def frozen_known_parts(model: eqx.Module):
     """The default `trainable()`: every inexact array, except the known system's parameters, the feature
-    statistics and the output scales (each frozen by a `False` prefix) and the scales of bounded parameters."""
+    statistics, the training region and the output scales (each frozen by a `False` prefix) and the scales of
+    bounded parameters."""
 
     def frozen(x):
-        return isinstance(x, AbstractSystem | StateFeatures | OutputScale)
+        return isinstance(x, AbstractSystem | StateFeatures | OutputScale | TrainingRegion)
 
     def spec(x):
         if frozen(x):

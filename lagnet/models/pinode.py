@@ -1,5 +1,7 @@
 """PINODE: known M, C, G, B plus learned non-conservative forces (Roehrl et al., eq. 8–9)."""
 
+import copy
+
 import equinox as eqx
 import jax.numpy as jnp
 
@@ -10,10 +12,11 @@ from ..systems.friction import JointFriction
 from ..systems.parameters import Bounded
 from .base import AbstractModel, frozen_known_parts
 from .features import OutputScale, StateFeatures
+from .region import TrainingRegion
 
 
 class PINODE(AbstractModel, AbstractLagrangianDynamics):
-    """q̈ = M(q)⁻¹ [B(q) u + Q_f(q̇) + s · Q_θ(φ(q, q̇, u)) − C(q, q̇) q̇ − G(q)].
+    """q̈ = M(q)⁻¹ [B(q) u + Q_f(q̇) + g(q, q̇) s · Q_θ(φ(q, q̇, u)) − C(q, q̇) q̇ − G(q)].
 
     - `system`: the known mechanics; the parameters named in `learn_parameters` are learned within bounds
       (default ≥ 0; a `Bounded` each, so they may start at 0), the rest stay fixed. `learn_parameters` is a tuple
@@ -22,6 +25,10 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     - `network`: optional MLP for the residual forces, acting on the coordinates `force_on` with a fixed output
       scale s (a number, or one per coordinate in `force_on`); `None` gives the pure ODE model.
     - `friction_trainable`: whether training refines the friction coefficients.
+    - `physics_trainable`: whether training changes the physics at all (friction and learned parameters); False
+      once they are identified (`lagnet.train.identify`), so the network learns only what physics cannot.
+    - `region`: optional `TrainingRegion` g(q, q̇): the residual is g · s · Q_θ, the network where the training
+      states lie and the physics alone beyond them.
     - `input_history`: the network also sees the last k inputs (u is then (m · (k + 1),), newest first), since with a
       lagging actuator (q, q̇, u) alone is not Markov. The physics uses only the newest input.
 
@@ -38,8 +45,10 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     parameters: dict[str, Bounded]
     force_on: tuple[int, ...] = eqx.field(static=True)
     output_scale: OutputScale | None
+    region: TrainingRegion | None
     input_history: int = eqx.field(static=True)
     friction_trainable: bool = eqx.field(static=True)
+    physics_trainable: bool = eqx.field(static=True)
 
     def __init__(
         self,
@@ -53,6 +62,8 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         output_scale=1.0,
         input_history: int = 0,
         friction_trainable: bool = True,
+        physics_trainable: bool = True,
+        region: TrainingRegion | None = None,
     ):
         self.system = system
         self.friction = friction
@@ -84,14 +95,35 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         else:
             scale = jnp.broadcast_to(jnp.asarray(output_scale, float), (len(self.force_on),))
             self.output_scale = OutputScale(scale)
+        self.region = region if network is not None else None
         self.input_history = int(input_history)
         self.friction_trainable = bool(friction_trainable)
+        self.physics_trainable = bool(physics_trainable)
 
     def trainable(self):
         mask = frozen_known_parts(self)
-        if self.friction is not None and not self.friction_trainable:
+        if self.friction is not None and not (self.friction_trainable and self.physics_trainable):
             mask = eqx.tree_at(lambda m: m.friction, mask, False)
+        if self.parameters and not self.physics_trainable:
+            mask = eqx.tree_at(lambda m: m.parameters, mask, dict.fromkeys(self.parameters, False))
         return mask
+
+    def physics_prior(self) -> "PINODE | None":
+        """The physics alone: this model without its network (friction and learned parameters kept)."""
+        if self.network is None:
+            return self
+        return eqx.tree_at(lambda m: m.network, self, None)
+
+    def with_physics_trainable(self, trainable: bool) -> "PINODE":
+        """This model with its physics (friction and learned parameters) trainable or frozen.
+
+        The setting is static (it shapes `trainable()`'s mask, hence the compiled program), so this is a copy
+        with that one field changed, not a `tree_at`.
+        """
+        new = copy.copy(self)
+        # A frozen dataclass field set on the copy only, as dataclasses' own __init__ sets it.
+        object.__setattr__(new, "physics_trainable", bool(trainable))
+        return new
 
     @property
     def known_system(self) -> AbstractSystem:
@@ -107,12 +139,14 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         return self.known_system.potential_energy(q)
 
     def nonconservative_force(self, q: Q, qd: QDot, u: U) -> QDot:
-        """Q = Q_f(q̇) + s · Q_θ(q, q̇, u): everything the known mechanics does not give."""
+        """Q = Q_f(q̇) + g(q, q̇) s · Q_θ(q, q̇, u): everything the known mechanics does not give."""
         force = jnp.zeros_like(qd)
         if self.friction is not None:
             force = force + self.friction(qd)
         if self.network is not None:
             out = self.output_scale(self.network(self.features(q, qd, u)))
+            if self.region is not None:
+                out = self.region(q, qd).astype(out.dtype) * out
             force = force + place(out.astype(force.dtype), self.force_on, force.shape[0])
         return force
 

@@ -40,6 +40,7 @@ from .files import (
     writable_folder,
     write_bytes,
 )
+from .identification import identify_physics, save_identified
 from .load import CONFIG_FILE, as_dtype, check_precision, load_run
 from .recordings import check_enough_samples, load_recordings, measured_step, sample_statistics
 from .spec import SPEC_FILE, RunSpec
@@ -435,6 +436,17 @@ def train_run(
     )
     if resume:
         checkpoints.check_identity(run_dir)
+    model, identification = identify_physics(
+        config,
+        model,
+        integrator,
+        train_trajs,
+        loss,
+        dtype,
+        checkpoints.folder,
+        resume=resume,
+        progress=progress and main,
+    )
     spec = RunSpec(dt, config.dtype, config.model.input_history, __version__)
     run_files = _RunFiles(run_dir, checkpoints, config, spec, model, start_time, remove)
 
@@ -463,6 +475,8 @@ def train_run(
         like = TrainState.start(params, init_optimizer(optimizer, params), data_key, 0.0)
         restored = checkpoints.load_latest(like)
     callbacks = [run_files.open(restored)] if main else []
+    if main:
+        save_identified(identification, model, checkpoints.folder)
     try:
         result = fit(
             model,
@@ -546,6 +560,7 @@ def train_run(
                 "dt": dt,
                 "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
                 "physics": physics_summary(result.model),
+                "identification": identification,
                 "unchanged_parameters": stuck,
             },
         )

@@ -340,13 +340,18 @@ class DataConfig(_Section):
         [],
         (list, str),
         "validation file(s): whole held-out recordings for the validation loss (early stopping, the best "
-        "model); empty: the last validation_fraction of each training recording",
+        "model); empty: with 3 or more training recordings (runs, episodes), about validation_fraction of "
+        "them held out whole; with fewer, the last validation_fraction of each",
     )
     mapping: dict = option(
         {}, (dict,), "columns → time, positions, velocities, inputs (see lagnet.data)"
     )
     validation_fraction: float = option(
-        0.15, NUM, "last fraction of each training recording held out", fraction
+        0.15,
+        NUM,
+        "share of the training data held out for validation: whole recordings when there are 3 or more, "
+        "else the last fraction of each",
+        fraction,
     )
     max_duration: float | None = option(
         None, NUM, "use only the first this many seconds of training data", positive, nullable=True
@@ -415,11 +420,14 @@ class TrainingConfig(_Section):
         nullable=True,
     )
     select_by: str = option(
-        "loss",
+        "auto",
         (str,),
-        "what picks best.eqx and what patience waits on: loss (the validation loss) | final_error (the mean "
-        "|error| at the validation windows' end, in the data's units, averaged over coordinates)",
-        one_of(("loss", "final_error")),
+        "what picks best.eqx and what patience waits on: relative_error (the validation windows' end-of-window "
+        "|error| per coordinate divided by the untrained model's, averaged: for a PINODE the ratio to its "
+        "identified physics, so a run that never beats the physics ships it) | final_error (that error in the "
+        "data's units, averaged over coordinates) | loss (the validation loss) | auto: relative_error when "
+        "there are validation windows, else loss",
+        one_of(("auto", "relative_error", "final_error", "loss")),
     )
     keep_checkpoints: int = option(
         3, (int,), "training states of the last N epochs kept for resuming", positive

@@ -44,6 +44,7 @@ from .identification import identify_physics, save_identified
 from .load import CONFIG_FILE, as_dtype, check_precision, load_run
 from .recordings import check_enough_samples, load_recordings, measured_step, sample_statistics
 from .spec import SPEC_FILE, RunSpec
+from .validation import outlier_segments, segment_errors
 
 
 @dataclasses.dataclass
@@ -53,6 +54,9 @@ class TrainResult:
     best_validation: float
     epochs: int
     seconds: float
+    select_by: str = "loss"
+    # "physics" when no trained epoch beat the untrained model, which is the identified physics: the run ships it.
+    fallback: str | None = None
 
 
 def load_training_data(config: Config, system):
@@ -77,8 +81,9 @@ def load_training_data(config: Config, system):
         check_enough_samples(config, trajs, trajs, validation)
         return trajs, validation
     v = dc.validation_fraction
-    if v > 0 and len(trajs) >= 10:
-        # Many short episodes (e.g. sampled pairs of states): hold out whole episodes.
+    if v > 0 and len(trajs) >= 3:
+        # Several recordings (runs, episodes): hold out whole ones, so validation measures runs the model was
+        # not fitted on, as a test set does (a tail of each run may be a regime of its own).
         splits = split_by_file(trajs, {"train": 1 - v, "validation": v}, seed=config.seed)
     elif v > 0:
         splits = split_by_time(trajs, {"train": 1 - v, "validation": v})
@@ -468,6 +473,13 @@ def train_run(
     val_h = tc.validation_horizon or tc.longest_horizon
     validation = make_windows(val_trajs, val_h, **window_kw) if val_trajs else None
 
+    if main and val_trajs and len(val_trajs) <= 200:
+        scores = segment_errors(model, integrator, loss, val_trajs, val_h)
+        for message in outlier_segments(scores, val_trajs):
+            warnings.warn(f"{config.name}: {message}", stacklevel=2)
+    select_by = tc.select_by
+    if select_by == "auto":
+        select_by = "relative_error" if validation is not None else "loss"
     restored = None
     if resume:
         # The saved state is read into one of the same structure, shapes and dtypes.
@@ -497,7 +509,7 @@ def train_run(
             desc=f"train {config.name}",
             max_steps=tc.max_steps,
             max_seconds=tc.max_seconds,
-            select_by=tc.select_by,
+            select_by=select_by,
         )
     except TrainingDiverged as e:
         raise TrainingDiverged(
@@ -516,11 +528,26 @@ def train_run(
     warn_unchanged(stuck, config.name)
     improved = result.best_epoch >= 0
     trains = bool(jax.tree_util.tree_leaves(eqx.filter(model, model.trainable())))
-    if trains and result.epochs_run > 0 and not improved and np.isfinite(result.best_loss):
+    # A PINODE starts as its physics (network output zero): an untrained best is the physics, shipped as such.
+    starts_as_physics = config.model.zero_init and model.physics_prior() is not model
+    fallback = (
+        "physics"
+        if trains and starts_as_physics and model.physics_prior() is not None and not improved
+        else None
+    )
+    if fallback and result.epochs_run > 0:
         warnings.warn(
-            f"{config.name}: the validation loss never beat the untrained model's "
-            f"{result.initial_loss:.4g} in {result.epochs_run} epochs, so checkpoints/best.eqx is the untrained "
-            "model (try a smaller learning rate, a shorter horizon, or a smaller network)",
+            f"{config.name}: no trained epoch beat the {'identified ' if identification else ''}physics on "
+            f"the validation data ({select_by}) in {result.epochs_run} epochs, so the run ships the physics "
+            "(checkpoints/best.eqx is the model with its network at zero). The network does not help on "
+            "this data as trained: check with `lagnet cv`, or give it more varied data",
+            stacklevel=2,
+        )
+    elif trains and result.epochs_run > 0 and not improved and np.isfinite(result.best_loss):
+        warnings.warn(
+            f"{config.name}: the validation score never beat the untrained model's "
+            f"({select_by}) in {result.epochs_run} epochs, so checkpoints/best.eqx is the untrained "
+            "model (try another learning rate, horizon or network size, and compare with `lagnet cv`)",
             stacklevel=2,
         )
     if main:
@@ -534,7 +561,7 @@ def train_run(
                 # With select_by: final_error the best score is an error; the loss of that epoch is kept here
                 # (unknown when the epoch was run before a resume).
                 "best_validation_loss": result.best_loss
-                if tc.select_by == "loss"
+                if select_by == "loss"
                 else next(
                     (
                         r["validation_loss"]
@@ -552,7 +579,7 @@ def train_run(
                 "seconds_load": load_seconds,
                 "seconds_compile": result.compile_seconds,
                 "seconds_train": result.seconds - result.compile_seconds,
-                "select_by": tc.select_by,
+                "select_by": select_by,
                 "best_score": result.best_loss,
                 "stop_reason": result.stop_reason,
                 "steps_run": result.steps_run,
@@ -561,6 +588,7 @@ def train_run(
                 "parameters": int(sum(x.size for x in jax.tree_util.tree_leaves(params))),
                 "physics": physics_summary(result.model),
                 "identification": identification,
+                "fallback": fallback,
                 "unchanged_parameters": stuck,
             },
         )
@@ -572,4 +600,6 @@ def train_run(
             else "training made them non-finite (a learning rate too large?)"
         )
         raise TrainingDiverged(f"{config.name}: the validation loss was never finite: {why}")
-    return TrainResult(run_dir, result.model, result.best_loss, result.epochs_run, seconds)
+    return TrainResult(
+        run_dir, result.model, result.best_loss, result.epochs_run, seconds, select_by, fallback
+    )

@@ -30,7 +30,7 @@ from ..models.base import AbstractModel
 from ..systems.parameters import project
 from .loss import StateLoss, as_batch, batch_loss, mean_over_steps, window_rollout
 
-SELECTION_METRICS = ("loss", "final_error")
+SELECTION_METRICS = ("loss", "final_error", "relative_error")
 
 
 class TrainingDiverged(RuntimeError):
@@ -357,15 +357,17 @@ def fit(
         callbacks: `Callback`s told of the start, each epoch's record and each epoch's end.
         max_steps: stop after the epoch in which this many optimiser steps were reached (None: off).
         max_seconds: stop after the epoch in which this call has run this many seconds (None: off).
-        select_by: what selects the best epoch (and what patience waits on): "loss", the validation loss, or
-            "final_error", the mean over coordinates of the validation windows' end-of-window |error|.
+        select_by: what selects the best epoch (and what patience waits on): "loss", the validation loss;
+            "final_error", the mean over coordinates of the validation windows' end-of-window |error|; or
+            "relative_error", the mean over coordinates of that error divided by the untrained model's (for a
+            PINODE its physics: a score below 1 beats the physics, and epoch −1 scores exactly 1).
 
     Returns a `FitResult` with the best model, the last, and the history of records.
     """
     if select_by not in SELECTION_METRICS:
         raise ValueError(f"select_by must be one of {list(SELECTION_METRICS)}, got {select_by!r}")
-    if select_by == "final_error" and validation is None:
-        raise ValueError("select_by='final_error' needs validation windows")
+    if select_by != "loss" and validation is None:
+        raise ValueError(f"select_by={select_by!r} needs validation windows")
     start_time = time.perf_counter()
     talk = progress and parallel.is_main_process()
     window_fn = windows if callable(windows) else (lambda epoch: windows)
@@ -381,8 +383,18 @@ def fit(
         epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
         eval_fn = make_eval_fn(static, integrator, loss)
 
+        def relative(final):
+            # Per coordinate, against the model before training (a PINODE: its identified physics); a
+            # coordinate that model already predicts exactly is measured in its own units.
+            base = np.where(initial_final > 0, initial_final, 1.0)
+            return np.asarray(final) / base
+
         def score(value, final):
-            return value if select_by == "loss" else float(np.mean(final))
+            if select_by == "loss":
+                return value
+            if select_by == "final_error":
+                return float(np.mean(final))
+            return float(np.mean(relative(final)))
 
         resumed = state is not None
         first = 0 if state is None else int(state.epoch) + 1
@@ -475,6 +487,7 @@ def fit(
                     record["validation_loss"] = val
                     record["validation_final_error"] = [float(x) for x in final]
                     record["validation_final_error_mean"] = float(np.mean(final))
+                    record["validation_relative_error"] = [float(x) for x in relative(final)]
                 else:
                     val = record["validation_loss"] = train_loss
                 record["skipped_steps"] = int(skipped)
@@ -487,7 +500,7 @@ def fit(
                         f"{skipped_total} training steps had a non-finite loss or gradient "
                         f"(stopped at epoch {epoch})"
                     )
-                value = val if select_by == "loss" else record["validation_final_error_mean"]
+                value = score(val, final) if validation is not None else val
                 if epoch in stages.horizon_starts:
                     stale = 0  # a new horizon: patience counts from here
                 improved = bool(np.isfinite(value) and value < best)
@@ -520,7 +533,9 @@ def fit(
             # A message after the bar (an error, the reason for stopping) starts on a line of its own.
             bar.close()
         if talk and first < epochs:
-            metric = "validation loss" if select_by == "loss" else "final error"
+            metric = {"loss": "validation loss", "final_error": "final error"}.get(
+                select_by, "final error relative to the untrained model"
+            )
             if stop_reason == "patience":
                 _say(
                     f"stopped early at epoch {epoch}: no improvement for {stale} epochs; "

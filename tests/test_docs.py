@@ -72,7 +72,9 @@ def test_docs_page_examples_run(page, quickstart):
 def test_every_python_block_is_run():
     # README's blocks run in the fixture, the pages' in the parametrised test: nothing is left out by a filter.
     counted = sum(len(python_blocks(p)) for p in ALL_DOCS)
-    assert counted == len(python_blocks(README)) + sum(len(python_blocks(p)) for p in PAGES_WITH_CODE)
+    assert counted == len(python_blocks(README)) + sum(
+        len(python_blocks(p)) for p in PAGES_WITH_CODE
+    )
     assert counted >= 8
 
 
@@ -119,7 +121,9 @@ def test_pages_hold_their_generated_markers():
 def test_included_files_exist():
     for page in PAGES:
         for target in re.findall(r'--8<-- "([^":]+)(?::[^"]*)?"', page.read_text(encoding="utf-8")):
-            assert (ROOT / target).is_file(), f"{page.relative_to(ROOT)} includes {target}, which is missing"
+            assert (ROOT / target).is_file(), (
+                f"{page.relative_to(ROOT)} includes {target}, which is missing"
+            )
 
 
 # --- the README ----------------------------------------------------------------------------------------------
@@ -164,7 +168,9 @@ def test_readme_headline_numbers_are_those_of_results_md():
 NOTEBOOK_TRACES = {
     "an internal work round": re.compile(r"\bstop \d+", re.I),
     "a clock time": re.compile(r"(?<![\d.:])\d{1,2}:\d\d(?![\d:])"),
-    "a load average": re.compile(r"\bload averages?\b|\bload \d+(\.\d+)?\s*(–|-|to)\s*\d|\bload 0\.", re.I),
+    "a load average": re.compile(
+        r"\bload averages?\b|\bload \d+(\.\d+)?\s*(–|-|to)\s*\d|\bload 0\.", re.I
+    ),
     "first-person lab prose": re.compile(
         r"\bI (take|think|thought|tried|measured|ran|found|checked)\b|\bthis (round|hour)\b", re.I
     ),
@@ -194,4 +200,7 @@ def test_notebook_trace_patterns_catch_what_they_name():
     }
     for what, sample in samples.items():
         assert NOTEBOOK_TRACES[what].search(_prose(sample)), what
-    assert not any(p.search(_prose("`--coordinator host0:1234` at 1:1 scale")) for p in NOTEBOOK_TRACES.values())
+    assert not any(
+        p.search(_prose("`--coordinator host0:1234` at 1:1 scale"))
+        for p in NOTEBOOK_TRACES.values()
+    )

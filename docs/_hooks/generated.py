@@ -98,7 +98,9 @@ def cli_reference() -> str:
     out = ["## `lagnet`", "", "```text", parser.format_help().rstrip(), "```", ""]
 
     def walk(sub: argparse.ArgumentParser, name: str, level: int) -> None:
-        out.extend([f"{'#' * level} `{name}`", "", "```text", sub.format_help().rstrip(), "```", ""])
+        out.extend(
+            [f"{'#' * level} `{name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+        )
         for child_name, child in _subcommands(sub):
             walk(child, f"{name} {child_name}", level + 1)
 

@@ -134,6 +134,13 @@ def test_readme_is_short():
     assert len(lines) <= 150, f"README.md has {len(lines)} lines; move detail into docs/"
 
 
+def test_readme_links_point_at_files_that_exist():
+    # The README is read on the repository's page, outside the site's strict build: check its links here.
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8")):
+        if not target.startswith(("http://", "https://")):
+            assert (ROOT / target).exists(), f"README.md links to {target}, which is missing"
+
+
 def _targets_table(text: str) -> dict[str, tuple[str, str]]:
     """RESULTS.md's `## Targets` table: name → (goal, measured)."""
     section = text.split("## Targets", 1)[1].split("\n## ", 1)[0]

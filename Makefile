@@ -34,7 +34,7 @@ format: $(STAMP)
 # The documentation site (mkdocs-material + mkdocstrings) into site/; --strict makes a broken link, a missing
 # include or a docstring mkdocstrings cannot read an error. The reference pages are generated from the code.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: lint docs
 	$(BIN)/python -m pytest

@@ -2,15 +2,16 @@
 
 XLA runs one program per device, each on its own thread. On a CPU that means a single device spreads only large
 single operations over the cores (the 1024 × 64 matmuls of a batched MLP are too small to gain, and the threading
-costs more than it brings), while a batch sharded over one device per core keeps every core busy: a 1024-sample
-RK4 rollout ran 2.4× faster on 2 cores this way (benchmarks/RESULTS.md).
+costs more than it brings), while a batch sharded over one device per core keeps every core busy (measured on
+the benchmarks page, benchmarks/RESULTS.md: lagnet against the same rollout on one device).
 
     lagnet.parallel.use_cpu_cores()               # before the first JAX computation
     mesh = lagnet.parallel.batch_mesh("auto", batch_size=1024)
     q0 = lagnet.parallel.shard_batch(q0, mesh)    # then jit(vmap(rollout)) runs one shard per core
 
 Gradients of a batch-mean loss: `sharded_value_and_grad`, an explicit `shard_map` with one all-reduce of the
-gradients per step (letting the compiler partition the backward pass of a rollout was 7× slower).
+gradients per step (letting the compiler partition the backward pass of a rollout was several times slower:
+the benchmarks page).
 """
 
 import os

@@ -124,9 +124,9 @@ def zero_order_hold_acceleration(
     The carried a(q_k, q̇_k, u_{k−1}) was computed at the end of the previous step with that step's input; under
     a zero-order hold the new step needs a(q_k, q̇_k, u_k). The two agree when the input did not change, which
     is checked at run time. The check is a `jnp.where`, not a `lax.cond`: a cond skips the evaluation only
-    unbatched, and under `vmap` (every training and benchmark rollout) its batched predicate made a leapfrog
-    step 3.4× slower than computing both and selecting (benchmarks/rollout_other.py). Without inputs the carried
-    acceleration is always valid and nothing is recomputed.
+    unbatched, and under `vmap` (every training and benchmark rollout) its batched predicate computes both
+    branches anyway and was slower than computing both and selecting (`benchmarks/rollout_other.py`). Without
+    inputs the carried acceleration is always valid and nothing is recomputed.
     """
     if u is None:
         return a_prev

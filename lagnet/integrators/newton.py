@@ -27,9 +27,8 @@ class Newton(AbstractRootFinder):
     differentiating converged iterations gives, at the cost of one solve instead of a stored loop.
 
     `optimistix.Newton` (lineax LU, Cauchy termination, implicit adjoint) is a drop-in alternative behind
-    `AbstractRootFinder`; on 1024 vmapped 200-step float32 cart-pole rollouts it was 1.3–2.0× slower with
-    `Newmark(¼, ½)` (gradient 1.1–1.4×) and 0.7–0.9× with `BackwardEuler` (gradient 0.9–1.1×), so not faster
-    overall and this one stays the default (benchmarks/root_finder.py).
+    `AbstractRootFinder`; it was not faster on batched Newmark and backward-Euler rollouts and gradients
+    (`benchmarks/root_finder.py`), so this one stays the default.
     """
 
     iterations: int = eqx.field(static=True, default=8)

@@ -47,12 +47,11 @@ class RK4(AbstractIntegrator):
         return self.loop_stages  # the looped stages checkpoint the acceleration
 
     def compact_form(self) -> "RK4":
-        """RK4 with its stages as a loop, the acceleration rematerialised. Measured on 2 cores (cart-pole + MLP,
-        batch 128, one device, value and gradient of the window loss, interleaved): compiled in 1.6–2.0 s instead
-        of 3.1–3.8 s and stepped in 0.79–0.97× the time at 10- to 1000-step windows, for 2.3× the memory at 1000
-        steps (19 MB against 8.2 MB, both rematerialised); one MPC solve on a single state took 13–46 % longer
-        (measured before the acceleration was rematerialised). Training uses it (`lagnet.train.fit`); rollouts,
-        control and export keep the unrolled stages."""
+        """RK4 with its stages as a loop, the acceleration rematerialised: one copy of the acceleration and of its
+        derivative in the program instead of four, so it compiles faster, and differentiated it keeps each stage's
+        (q, v) rather than every intermediate of the model; it uses more memory than the unrolled, checkpointed
+        step and is slower for single-state control solves. Training uses it (`lagnet.train.fit`); rollouts,
+        control and export keep the unrolled stages. Measurements: the benchmarks page (benchmarks/RESULTS.md)."""
         return dataclasses.replace(self, loop_stages=True)  # a subclass stays itself
 
     @staticmethod
@@ -75,8 +74,7 @@ class RK4(AbstractIntegrator):
 
         # Rematerialised: differentiated, the loop keeps each stage's (q, v) and recomputes the acceleration's
         # internals in its backward pass, instead of stacking every intermediate of the model once per stage.
-        # A rollout then needs no checkpoint around the whole step (`rematerialised`), which made training steps
-        # faster (measured in `compact_form`).
+        # A rollout then needs no checkpoint around the whole step (`rematerialised`).
         @functools.partial(jax.checkpoint, prevent_cse=False)  # the scan keeps the stages apart
         def acceleration(q, v):
             return model.acceleration(q, v, u).astype(dtype)

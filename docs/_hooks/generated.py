@@ -1,0 +1,133 @@
+"""mkdocs hook: the reference pages that are generated from the code at build time, so they cannot go stale.
+
+A page holds a marker comment, replaced by the generated Markdown:
+
+- `<!-- lagnet:config-reference -->`: every config key from the typed schema (`lagnet.config.schema`): its
+  default, the YAML types it accepts and its meaning, one table per section;
+- `<!-- lagnet:cli-reference -->`: every `lagnet` subcommand's help, from `lagnet.cli.build_parser`.
+
+The figures the experiments write (`experiments/out/*.png`) are served beside the results pages, which include
+the experiments' Markdown as written (with links relative to `experiments/out/`).
+"""
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+CONFIG_MARKER = "<!-- lagnet:config-reference -->"
+CLI_MARKER = "<!-- lagnet:cli-reference -->"
+ROOT = Path(__file__).resolve().parents[2]
+FIGURES = ROOT / "experiments" / "out"
+
+_TYPE_NAMES = {
+    bool: "true / false",
+    int: "integer",
+    float: "number",
+    str: "text",
+    list: "list",
+    tuple: "list",
+    dict: "mapping",
+    type(None): "null",
+}
+
+
+def _cell(text: str) -> str:
+    """Text that is safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _yaml_value(value) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
+    return text.removesuffix("...").strip()
+
+
+def _accepts(meta) -> str:
+    names = []
+    for kind in meta["types"]:
+        name = _TYPE_NAMES.get(kind, kind.__name__)
+        if name not in names:
+            names.append(name)
+    if meta.get("nullable") and "null" not in names:
+        names.append("null")
+    return ", ".join(names)
+
+
+def config_reference(cls=None, prefix: str = "") -> str:
+    """One table per section of the config: key, default, accepted YAML types, meaning."""
+    from lagnet.config import schema
+
+    cls = cls or schema.Config
+    rows, sections = [], []
+    for field in dataclasses.fields(cls):
+        key = f"{prefix}{field.name}"
+        if dataclasses.is_dataclass(field.type):
+            sections.append(config_reference(field.type, key + "."))
+            continue
+        meta = field.metadata
+        default = _yaml_value(field.default_factory())
+        rows.append(
+            f"| `{key}` | `{_cell(default)}` | {_cell(_accepts(meta))} | {_cell(meta['doc'])} |"
+        )
+    title = prefix.rstrip(".") or "top level"
+    out = []
+    if rows:
+        out += [
+            f"### `{title}`" if prefix else "### Top level",
+            "",
+            "| key | default | accepts | meaning |",
+            "| --- | --- | --- | --- |",
+            *rows,
+            "",
+        ]
+    return "\n".join(out + sections)
+
+
+def _subcommands(parser: argparse.ArgumentParser):
+    for action in parser._actions:  # argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+def cli_reference() -> str:
+    """`lagnet --help` and each subcommand's help (nested subcommands too), as the parser prints them."""
+    from lagnet.cli import build_parser
+
+    parser = build_parser()
+    out = ["## `lagnet`", "", "```text", parser.format_help().rstrip(), "```", ""]
+
+    def walk(sub: argparse.ArgumentParser, name: str, level: int) -> None:
+        out.extend(
+            [f"{'#' * level} `{name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+        )
+        for child_name, child in _subcommands(sub):
+            walk(child, f"{name} {child_name}", level + 1)
+
+    for name, sub in _subcommands(parser):
+        walk(sub, f"lagnet {name}", 2)
+    return "\n".join(out)
+
+
+def _help_width() -> None:
+    # argparse wraps to the terminal's width: the pages must not depend on where they were built.
+    import os
+
+    os.environ["COLUMNS"] = "100"
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    if CONFIG_MARKER in markdown:
+        markdown = markdown.replace(CONFIG_MARKER, config_reference())
+    if CLI_MARKER in markdown:
+        _help_width()
+        markdown = markdown.replace(CLI_MARKER, cli_reference())
+    return markdown
+
+
+def on_files(files, config):
+    from mkdocs.structure.files import File
+
+    for figure in sorted(FIGURES.glob("*.png")):
+        files.append(File.generated(config, f"results/{figure.name}", abs_src_path=str(figure)))
+    return files

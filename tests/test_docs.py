@@ -1,0 +1,213 @@
+"""The documentation runs and stays current: every ```python block of README.md and docs/ is executed (```py blocks
+are shown but not run: they need another machine or a fresh process), the generated reference pages cover every
+config key and CLI command, the README's headline numbers are those of benchmarks/RESULTS.md, and no page holds
+lab-notebook traces (round names, clock times, load averages)."""
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from mktestdocs import grab_code_blocks
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
+ALL_DOCS = [README, *PAGES]
+
+
+def python_blocks(path: Path) -> list[str]:
+    return grab_code_blocks(path.read_text(encoding="utf-8"), lang="python")
+
+
+def _run_blocks(path: Path, namespace: dict) -> dict:
+    """The blocks of one page run in order, in one namespace (a page reads top to bottom)."""
+    for i, block in enumerate(python_blocks(path)):
+        code = compile(block, f"{path.relative_to(ROOT)}[python block {i + 1}]", "exec")
+        exec(code, namespace)  # noqa: S102 - the documentation's own examples
+    return namespace
+
+
+@pytest.fixture(scope="module")
+def docs_dir(tmp_path_factory):
+    """A working folder laid out like the repository root (data/, configs/), so the examples' relative paths work
+    and what they write (runs/, model.jaxexport) stays out of the checkout."""
+    work = tmp_path_factory.mktemp("docs")
+    for name in ("data", "configs"):
+        (work / name).symlink_to(ROOT / name, target_is_directory=True)
+    before = os.getcwd()
+    os.chdir(work)
+    try:
+        yield work
+    finally:
+        os.chdir(before)
+
+
+@pytest.fixture(scope="module")
+def quickstart(docs_dir):
+    """The README's Python example, run once: it trains `runs/quickstart`, which the guides load."""
+    return _run_blocks(README, {"__name__": "__docs__"})
+
+
+def test_readme_example_trains_rolls_out_and_loads(quickstart):
+    import jax.numpy as jnp
+
+    assert len(quickstart["result"].history) == 2  # one record per epoch
+    assert quickstart["qs"].shape == (51, 2) and quickstart["qds"].shape == (51, 2)
+    assert bool(jnp.all(jnp.isfinite(quickstart["qs"])))
+    # a 0.02 s step from θ = 3 at rest moves θ̇, not yet θ (much)
+    x_next = quickstart["x_next"]
+    assert x_next.shape == (2,) and abs(float(x_next[0]) - 3.0) < 0.01 and float(x_next[1]) != 0.0
+
+
+PAGES_WITH_CODE = [p for p in PAGES if python_blocks(p)]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(ROOT / "docs")))
+def test_docs_page_examples_run(page, quickstart):
+    _run_blocks(page, {"__name__": "__docs__"})
+
+
+def test_every_python_block_is_run():
+    # README's blocks run in the fixture, the pages' in the parametrised test: nothing is left out by a filter.
+    counted = sum(len(python_blocks(p)) for p in ALL_DOCS)
+    assert counted == len(python_blocks(README)) + sum(
+        len(python_blocks(p)) for p in PAGES_WITH_CODE
+    )
+    assert counted >= 8
+
+
+# --- generated reference pages ------------------------------------------------------------------------------
+
+
+def _hooks():
+    sys.path.insert(0, str(ROOT / "docs" / "_hooks"))
+    try:
+        import generated
+    finally:
+        sys.path.pop(0)
+    return generated
+
+
+def test_config_reference_lists_every_key_with_its_meaning():
+    from lagnet.config.schema import key_paths
+
+    page = _hooks().config_reference()
+    for path in key_paths():
+        key = ".".join(path)
+        assert re.search(rf"^\| `{re.escape(key)}` \| `[^`]*` \| [^|]+ \| .+ \|$", page, re.M), key
+
+
+def test_cli_reference_lists_every_command_and_option():
+    from lagnet.cli import build_parser
+
+    generated = _hooks()
+    page = generated.cli_reference()
+    parser = build_parser()
+    for name, sub in generated._subcommands(parser):
+        assert f"## `lagnet {name}`" in page
+        for action in sub._actions:
+            for flag in action.option_strings:
+                assert flag in page, (name, flag)
+
+
+def test_pages_hold_their_generated_markers():
+    generated = _hooks()
+    assert generated.CONFIG_MARKER in (ROOT / "docs/reference/config.md").read_text()
+    assert generated.CLI_MARKER in (ROOT / "docs/reference/cli.md").read_text()
+
+
+def test_included_files_exist():
+    for page in PAGES:
+        for target in re.findall(r'--8<-- "([^":]+)(?::[^"]*)?"', page.read_text(encoding="utf-8")):
+            assert (ROOT / target).is_file(), (
+                f"{page.relative_to(ROOT)} includes {target}, which is missing"
+            )
+
+
+# --- the README ----------------------------------------------------------------------------------------------
+
+
+def test_readme_is_short():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
+def test_readme_links_point_at_files_that_exist():
+    # The README is read on the repository's page, outside the site's strict build: check its links here.
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8")):
+        if not target.startswith(("http://", "https://")):
+            assert (ROOT / target).exists(), f"README.md links to {target}, which is missing"
+
+
+def _targets_table(text: str) -> dict[str, tuple[str, str]]:
+    """RESULTS.md's `## Targets` table: name → (goal, measured)."""
+    section = text.split("## Targets", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0] not in ("target", "---"):
+            rows[cells[0]] = (cells[1], cells[2])
+    return rows
+
+
+def test_readme_headline_numbers_are_those_of_results_md():
+    results = _targets_table((ROOT / "benchmarks/RESULTS.md").read_text(encoding="utf-8"))
+    readme = README.read_text(encoding="utf-8")
+    table = readme.split("| target (RESULTS.md) |", 1)[1].split("\n\n", 1)[0]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in table.splitlines()[2:]
+        if line.startswith("|")
+    ]
+    assert len(rows) >= 5
+    for name, _what, goal, measured in rows:
+        assert name in results, f"README's row {name!r} is not a target of benchmarks/RESULTS.md"
+        want_goal, want = results[name]
+        number = re.match(r"[0-9.]+", measured).group(0)
+        assert number == want.strip("*"), f"{name}: README says {measured}, RESULTS.md {want}"
+        assert goal == want_goal, f"{name}: README's goal {goal}, RESULTS.md's {want_goal}"
+
+
+# --- no lab-notebook traces ----------------------------------------------------------------------------------
+
+NOTEBOOK_TRACES = {
+    "an internal work round": re.compile(r"\bstop \d+", re.I),
+    "a clock time": re.compile(r"(?<![\d.:])\d{1,2}:\d\d(?![\d:])"),
+    "a load average": re.compile(
+        r"\bload averages?\b|\bload \d+(\.\d+)?\s*(–|-|to)\s*\d|\bload 0\.", re.I
+    ),
+    "first-person lab prose": re.compile(
+        r"\bI (take|think|thought|tried|measured|ran|found|checked)\b|\bthis (round|hour)\b", re.I
+    ),
+}
+
+
+def _prose(text: str) -> str:
+    """The text outside code: fenced blocks and inline code are dropped (a `host0:1234` is not a clock)."""
+    text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+@pytest.mark.parametrize("path", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_lab_notebook_traces(path):
+    prose = _prose(path.read_text(encoding="utf-8"))
+    for what, pattern in NOTEBOOK_TRACES.items():
+        found = pattern.search(prose)
+        assert found is None, f"{path.relative_to(ROOT)} holds {what}: {found.group(0)!r}"
+
+
+def test_notebook_trace_patterns_catch_what_they_name():
+    samples = {
+        "an internal work round": "measured at stop 27 against",
+        "a clock time": "three cold runs at 18:20 gave",
+        "a load average": "(2 cores, load 0.7–1.6)",
+        "first-person lab prose": "each window's own gradient, I take it",
+    }
+    for what, sample in samples.items():
+        assert NOTEBOOK_TRACES[what].search(_prose(sample)), what
+    assert not any(
+        p.search(_prose("`--coordinator host0:1234` at 1:1 scale"))
+        for p in NOTEBOOK_TRACES.values()
+    )

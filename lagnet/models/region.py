@@ -24,8 +24,8 @@ class TrainingRegion(eqx.Module):
 
     angles: tuple[bool, ...] = eqx.field(static=True)
     margin: float = eqx.field(static=True)
-    lower: Float[Array, " 2n"]
-    upper: Float[Array, " 2n"]
+    lower: Float[Array, " state"]
+    upper: Float[Array, " state"]
 
     def __init__(self, angles, lower=None, upper=None, *, margin: float = 0.1):
         n = len(angles)
@@ -47,7 +47,7 @@ class TrainingRegion(eqx.Module):
         outside = jnp.maximum(self.lower - x, 0.0) + jnp.maximum(x - self.upper, 0.0)
         return jnp.exp(-jnp.sum((outside / (self.margin * width)) ** 2))
 
-    def outside_share(self, q, qd) -> Float[Array, " 2n"]:
+    def outside_share(self, q, qd) -> Float[Array, " state"]:
         """Per coordinate of (q, q̇), the share of the samples q (T, n), q̇ (T, n) outside the box."""
         x = jnp.concatenate([_wrapped(jnp.asarray(q), self.angles), jnp.asarray(qd)], axis=1)
         return jnp.mean((x < self.lower) | (x > self.upper), axis=0)

@@ -110,8 +110,13 @@ def copy_physics(model: AbstractModel, source: AbstractModel) -> AbstractModel:
         a.raw.shape != b.raw.shape for a, b in zip(mine, theirs, strict=False)
     ):
         raise ValueError("copy_physics: the source's physical parameters do not match the model's")
-    raws = [b.raw.astype(a.raw.dtype) for a, b in zip(mine, theirs, strict=True)]
-    return eqx.tree_at(lambda m: [p.raw for p in _bounded_nodes(m)], model, raws)
+    # Whole nodes (value and step scale), in the model's dtype: raws alone would mean other values where the
+    # scales differ.
+    nodes = [
+        jax.tree.map(lambda x, y: x.astype(y.dtype), b, a)
+        for a, b in zip(mine, theirs, strict=True)
+    ]
+    return eqx.tree_at(_bounded_nodes, model, nodes)
 
 
 @dataclasses.dataclass(frozen=True)

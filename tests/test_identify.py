@@ -1,0 +1,161 @@
+"""Physics identified before the network: the solver-based fit, its bound report, the gate, selection and the
+physics fallback."""
+
+import json
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import PENDULUM_MAPPING, write_pendulum_csv
+
+from lagnet.config import validate
+from lagnet.data.trajectory import Trajectory
+from lagnet.data.windows import make_windows
+from lagnet.integrators import RK4
+from lagnet.models import PINODE, TrainingRegion
+from lagnet.run.training import train_run
+from lagnet.run.validation import outlier_segments
+from lagnet.systems import JointFriction, Pendulum
+from lagnet.train.identify import copy_physics, identify, physical_names, physical_vector
+from lagnet.train.loss import StateLoss
+
+TRUE = {"coulomb": 0.05, "viscous": 0.1}  # write_pendulum_csv's default friction (Coulomb, viscous)
+
+
+@pytest.fixture(scope="module")
+def pendulum_csv(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("identify")
+    return write_pendulum_csv(folder / "pendulum.csv", steps=600, hold=20, scale=1.5)
+
+
+@pytest.fixture(scope="module")
+def windows(pendulum_csv):
+    t, theta, theta_dot, torque = np.loadtxt(pendulum_csv, delimiter=",", skiprows=1).T
+    traj = Trajectory(
+        t, theta[:, None], theta_dot[:, None], torque[:, None], ("theta",), ("torque",), (True,)
+    )
+    return make_windows(traj, 5)
+
+
+def _loss():
+    one = jnp.ones(1)
+    return StateLoss((True,), one, one, one, one)
+
+
+def _model(coulomb, viscous):
+    # The data's friction is tanh-shaped with ε = 0.01 (JointFriction's default), as here.
+    return PINODE(Pendulum(), friction=JointFriction(1, coulomb={0: coulomb}, viscous={0: viscous}))
+
+
+@pytest.mark.parametrize("factor", [0.0, 100.0], ids=["from_zero", "100x_off"])
+def test_identify_reaches_the_true_coefficients(windows, factor):
+    """Noise-free data: coefficients starting at 0 or 100× their value come within 5 % (here far closer)."""
+    start = _model(factor * TRUE["coulomb"], factor * TRUE["viscous"])
+    result = identify(start, RK4(), windows, _loss())
+    got = result.model.friction.values_by_term()
+    assert got["coulomb"][0] == pytest.approx(TRUE["coulomb"], rel=0.05)
+    assert got["viscous"][0] == pytest.approx(TRUE["viscous"], rel=0.05)
+    assert result.loss < 1e-3 * result.initial_loss or not np.isfinite(result.initial_loss)
+    assert result.at_bound() == []
+
+
+def test_a_fit_that_ends_on_its_bound_is_reported(windows):
+    """A term the data asks to be negative (energy-creating) ends on its bound 0 and is named with its value."""
+    start = PINODE(
+        Pendulum(mass=1.5),
+        friction=JointFriction(1, coulomb={0: TRUE["coulomb"]}, viscous={0: TRUE["viscous"]}),
+        learn_parameters={"mass": {"lower": 1.2}},  # the data's mass is 1: the fit wants below its lower bound
+    )
+    result = identify(start, RK4(), windows, _loss())
+    hits = {h["name"]: h for h in result.at_bound()}
+    assert "parameters.mass" in hits, result.at_bound()
+    assert hits["parameters.mass"]["side"] == "lower" and hits["parameters.mass"]["bound"] == 1.2
+    assert sorted(physical_names(start)) == [
+        "friction.coulomb.theta",
+        "friction.viscous.theta",
+        "parameters.mass",
+    ]
+
+
+def test_copy_physics_moves_the_identified_values_into_the_full_model():
+    model = _model(0.0, 0.0)
+    source = _model(0.3, 0.7)
+    moved = copy_physics(model, source)
+    assert np.allclose(physical_vector(moved)[0], physical_vector(source)[0])
+    frozen = moved.with_physics_trainable(False)
+    assert physical_vector(frozen)[0].size == 0  # nothing left to train
+    assert moved.physics_trainable and not frozen.physics_trainable
+
+
+def test_training_region_is_one_on_the_data_and_fades_off_it():
+    q = np.array([[-1.0, 0.0], [1.0, 0.5]])
+    qd = np.array([[-2.0, -1.0], [2.0, 1.0]])
+    region = TrainingRegion.from_data((True, False), q, qd, margin=0.1)
+    assert float(region(jnp.array([0.2, 0.3]), jnp.array([0.0, 0.5]))) == 1.0
+    # One box width × margin outside on one coordinate: exp(−1).
+    edge = float(region(jnp.array([0.2, 0.55]), jnp.array([0.0, 0.0])))
+    assert edge == pytest.approx(np.exp(-1.0), rel=1e-6)
+    assert float(region(jnp.array([0.2, 2.0]), jnp.array([0.0, 0.0]))) < 1e-10
+    # Angles compare wrapped: a turn more is the same state.
+    assert float(region(jnp.array([0.2 + 2 * np.pi, 0.3]), jnp.array([0.0, 0.5]))) == 1.0
+    share = np.asarray(region.outside_share(np.array([[0.0, 0.0], [3.0, 0.0]]), np.zeros((2, 2))))
+    assert share.tolist() == [0.5, 0.0, 0.0, 0.0]
+
+
+def test_an_outlier_validation_segment_is_named():
+    class Seg:
+        def __init__(self, name):
+            self.source = name
+
+    segments = [Seg(f"run{i}") for i in range(4)]
+    messages = outlier_segments(np.array([1.0, 1.2, 0.9, 6.0]), segments)
+    assert len(messages) == 1 and "run3" in messages[0]
+    assert outlier_segments(np.array([1.0, 1.2, 0.9, 1.5]), segments) == []
+
+
+def _config(path, **model):
+    return validate(
+        {
+            "name": "ident",
+            "dtype": "float64",
+            "system": {"name": "pendulum"},
+            "model": {
+                "width": 8,
+                "friction": {"coulomb": ["theta"], "viscous": ["theta"], "fit": "none"},
+                **model,
+            },
+            "data": {"train": [path], "mapping": dict(PENDULUM_MAPPING)},
+            "training": {"epochs": 2, "batch_size": 32, "horizon": 3, "learning_rate": 1e-3},
+        }
+    )
+
+
+def test_lagnet_train_identifies_first_and_ships_the_physics_when_the_network_cannot_beat_it(
+    pendulum_csv, tmp_path
+):
+    """The data is the model's own family: identification explains it, no epoch beats that on validation, so the
+    run ships the physics and says so."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = train_run(_config(pendulum_csv), str(tmp_path / "run"), progress=False)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    ident = summary["identification"]
+    assert ident["method"] == "solver" and ident["loss"] < 1e-3 * ident["loss_before"]
+    friction = ident["physics"]["friction"]
+    assert friction["coulomb"]["theta"] == pytest.approx(TRUE["coulomb"], rel=0.05)
+    assert friction["viscous"]["theta"] == pytest.approx(TRUE["viscous"], rel=0.05)
+    assert summary["select_by"] == "relative_error"
+    assert summary["fallback"] == "physics" and result.fallback == "physics"
+    assert summary["best_epoch"] == -1 and summary["best_score"] == 1.0
+    assert any("ships the physics" in str(w.message) for w in caught)
+    # The physics stays as identified while the network trains.
+    assert (tmp_path / "run" / "checkpoints" / "identified.eqx").exists()
+
+
+def test_identification_off_keeps_the_config_values(pendulum_csv, tmp_path):
+    config = _config(pendulum_csv, identification={"method": "none"})
+    train_run(config.replace(training={"epochs": 0}), str(tmp_path / "run"), progress=False)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["identification"] is None
+    assert summary["physics"]["friction"]["coulomb"]["theta"] == 0.0

@@ -36,6 +36,9 @@ class DoublePendulum(AbstractSystem):
         G = (g (m1 r1 + m2 l1) sin q1 + g m2 r2 sin(q1 + q2),  g m2 r2 sin(q1 + q2)),
 
     plus a constant symmetric `inertia_offset` (2, 2) added to M for any other constant inertia coupling.
+    Ir and gr are motor rotor inertia and gear ratio in the form of the DFKI rig's identified model: motor 1 on the
+    base (rotor angle gr q1), motor 2 on link 1 (rotor angle q1 − gr q2). By default point masses at the link
+    ends: r1 = l1, r2 = `l2`, I = 0, no rotor. `l2` only gives that default: with r2 given it plays no role.
 
     `parameter_set="identified"` takes a lab's identified (lumped, base) parameter set as it is: identification
     determines only the combinations in M, C and G, so e.g. I2 about the joint may come out below m2 r2², which
@@ -44,9 +47,6 @@ class DoublePendulum(AbstractSystem):
     h² cos² q2 is concave in cos q2, so over cos q2 ∈ [−1, 1] it is smallest at q2 = 0 or π, and
 
         M(q) ≻ 0 for all q   ⇔   M22 > 0,  det M(q2 = 0) > 0  and  det M(q2 = π) > 0.
-    Ir and gr are motor rotor inertia and gear ratio in the form of the DFKI rig's identified model: motor 1 on the
-    base (rotor angle gr q1), motor 2 on link 1 (rotor angle q1 − gr q2). By default point masses at the link
-    ends: r1 = l1, r2 = `l2`, I = 0, no rotor. `l2` only gives that default: with r2 given it plays no role.
 
     `actuated` is "both" (B = I), "elbow" (the acrobot) or "shoulder" (the pendubot).
     """

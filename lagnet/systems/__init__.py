@@ -9,7 +9,11 @@ from .cartpole import CartPole as CartPole
 from .cloth import Cloth as Cloth
 from .double_pendulum import DoublePendulum as DoublePendulum
 from .duffing import Duffing as Duffing
+from .friction import AbstractFriction as AbstractFriction
+from .friction import CoulombFriction as CoulombFriction
 from .friction import JointFriction as JointFriction
+from .friction import StribeckFriction as StribeckFriction
+from .friction import ViscousFriction as ViscousFriction
 from .hammer import Hammer as Hammer
 from .lagrangian import Lagrangian as Lagrangian
 from .mass_spring_chain import MassSpringChain as MassSpringChain

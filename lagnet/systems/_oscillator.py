@@ -11,8 +11,7 @@ from .base import AbstractSystem
 class AbstractUnitOscillator(AbstractSystem):
     """One coordinate u of unit mass on a linear spring: M = 1, C = 0, G = ω0² u, V = ½ ω0² u².
 
-    The inputs, if any, act through the non-conservative force the concrete system adds in
-    `generalised_force`, never linearly: B = 0.
+    The inputs, if any, act through the concrete system's `nonconservative_force`, never linearly: B = 0.
     """
 
     omega0: eqx.AbstractVar[jax.Array]

@@ -1,4 +1,11 @@
-"""Validation of physical parameters, shared by the closed-form systems."""
+"""Validation of physical parameters, shared by the closed-form systems.
+
+A link's inertia is given about its centre of mass ("com") or about its joint axis ("joint"), and a parameter set
+is "physical" (each link a rigid body: J = I_com + m r² ≥ m r²) or "identified": the lumped (base) parameters
+system identification gives, which are dynamically equivalent to the rig but need not split into physical
+links (only the combinations that enter M, C, G are identifiable). An identified set is checked for what the
+equations of motion need, M(q) positive definite for every q, instead of link by link.
+"""
 
 import jax
 import jax.numpy as jnp
@@ -36,3 +43,43 @@ def check_positive(system: str, name: str, value, *, allow_zero: bool = False, s
     if np.any(bad):
         what = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{system}.{name} must be {what}, got {v}")
+
+
+INERTIA_ABOUT = ("com", "joint")
+PARAMETER_SETS = ("physical", "identified")
+
+
+def joint_inertia(mass, com, inertia, about: str):
+    """J = I + m r² (I about the centre of mass, `about="com"`) or J = I (about the joint axis)."""
+    return inertia + mass * com**2 if about == "com" else inertia
+
+
+def check_conventions(system: str, about: str, parameter_set: str) -> None:
+    """Refuse an unknown inertia convention or parameter set, naming the key and the choices."""
+    if about not in INERTIA_ABOUT:
+        raise ValueError(
+            f"{system}.inertia_about must be one of {list(INERTIA_ABOUT)}, got {about!r}"
+        )
+    if parameter_set not in PARAMETER_SETS:
+        raise ValueError(
+            f"{system}.parameter_set must be one of {list(PARAMETER_SETS)} (identified: a lab's lumped "
+            f"parameters, checked for M(q) positive definite instead of link by link), got "
+            f"{parameter_set!r}"
+        )
+
+
+def check_inertia(system: str, suffix: str, mass, com, inertia, about: str) -> None:
+    """Refuse an unknown convention, and a joint-axis inertia below m r² (parallel axis: J = I_com + m r² ≥ m r²),
+    saying what each way out means: identified (lumped) parameters, or an inertia about the centre of mass."""
+    check_conventions(system, about, "physical")
+    values = [concrete(v) for v in (inertia, mass, com)]
+    if about == "joint" and all(v is not None for v in values):
+        i, m, r = values
+        if np.any(i < m * r**2 * (1 - 1e-9)):
+            raise ValueError(
+                f"{system}.I{suffix} = {i} about the joint axis must be >= m{suffix} r{suffix}² = "
+                f"{m * r**2} for a physical link (parallel axis: J = I_com + m r²). If these are "
+                "identified (lumped) parameters, as system identification gives them, set parameter_set: "
+                "identified (M(q) positive definite is checked instead); set inertia_about: com only if "
+                f"{i} is the inertia about the centre of mass"
+            )

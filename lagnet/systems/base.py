@@ -168,26 +168,39 @@ class AbstractSystem(AbstractLagrangianDynamics):
             )
         return jsl.cho_solve(jsl.cho_factor(m, lower=True), rhs)
 
+    def nonconservative_force(self, q: Q, qd: QDot, u: U | None = None) -> Force | None:
+        """Q_s(q, q̇, u): the system's own non-conservative force besides B(q) u (joint friction, drag, a bow's
+        friction law); None when it has none, the default. `generalised_force` and `power` both add it, so a
+        system overrides this alone and its dE/dt cannot disagree with its equations of motion."""
+        return None
+
     def generalised_force(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None):
-        """B(q) u + Q − C(q, q̇) q̇ − G(q): everything on the right of M q̈ = ..."""
+        """B(q) u + Q_s(q, q̇, u) + Q − C(q, q̇) q̇ − G(q): everything on the right of M q̈ = ..."""
         rhs = -self.gravity(q)
         if self.velocity_dependent:
             rhs = rhs - self.coriolis(q, qd) @ qd
         if u is not None and self.n_inputs > 0:
             rhs = rhs + self.input_matrix(q) @ jnp.asarray(u)
+        own = self.nonconservative_force(q, qd, u)
+        if own is not None:
+            rhs = rhs + own
         if Q is not None:
             rhs = rhs + Q
         return rhs
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> QDDot:
-        """q̈ = M(q)⁻¹ (B(q) u + Q − C(q, q̇) q̇ − G(q))."""
+        """q̈ = M(q)⁻¹ (B(q) u + Q_s + Q − C(q, q̇) q̇ − G(q))."""
         return self.solve_mass(q, self.generalised_force(q, qd, u, Q))
 
     def power(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> Scalar:
-        """dE/dt = q̇ᵀ (B u + Q): the power of the inputs and the non-conservative forces."""
+        """dE/dt = q̇ᵀ (B u + Q_s + Q): the power of the inputs and the non-conservative forces (C q̇ does no
+        work: q̇ᵀ (Ṁ − 2C) q̇ = 0)."""
         p = jnp.zeros((), dtype=jnp.result_type(qd))
         if u is not None and self.n_inputs > 0:
             p = p + qd @ (self.input_matrix(q) @ jnp.asarray(u))
+        own = self.nonconservative_force(q, qd, u)
+        if own is not None:
+            p = p + qd @ own
         if Q is not None:
             p = p + qd @ Q
         return p

@@ -49,8 +49,8 @@ class BowedOscillator(AbstractUnitOscillator):
     """u'' = −ω0² u − F_B φ(v_rel),   v_rel = u' − v_B   (unit mass; the lecture's bowed string, one mode).
 
     The inputs are the player's controls u = (v_B, F_B): bow speed and bow force (per unit mass). They enter
-    through the friction law, not linearly, so `input_matrix` is zero and the friction force is added in
-    `generalised_force` (the non-conservative force is part of the system).
+    through the friction law, not linearly, so `input_matrix` is zero and the friction force is the system's
+    `nonconservative_force` (the non-conservative force is part of the system).
 
     Energy E = ½ u'² + ½ ω0² u² changes at the rate dE/dt = −F_B φ(v_rel) u' = −F_B φ(v_rel) v_rel − F_B φ(v_rel) v_B:
     a passive law (φ(η) η ≥ 0) only dissipates, so energy enters only through the bow speed.
@@ -92,13 +92,8 @@ class BowedOscillator(AbstractUnitOscillator):
         u = jnp.asarray(u)
         return -u[1] * self.friction(self.relative_velocity(qd, u))
 
-    def generalised_force(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None):
-        rhs = -self.gravity(q) + self.friction_force(qd, u)
-        return rhs if Q is None else rhs + Q
-
-    def power(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> Scalar:
-        total = self.friction_force(qd, u)
-        return qd @ (total if Q is None else total + Q)
+    def nonconservative_force(self, q: Q, qd: QDot, u: U | None = None) -> QDot:
+        return self.friction_force(qd, u)
 
     def max_step(self, bow_force) -> Scalar | float:  # float: inf without friction
         """k_max = 2 / (F_B max_η(−φ'(η))): below it g(v) = 2v/k + F_B φ(v) + b is strictly increasing."""

@@ -164,12 +164,9 @@ class Cloth(AbstractSpringNetwork):
     def input_matrix(self, q: Q) -> InputMatrix:
         return jnp.zeros((q.shape[0], 0), jnp.result_type(q))
 
-    def generalised_force(self, q: Q, qd: QDot, u=None, Q=None):
-        rhs = -self.gravity(q) - self.drag * qd
-        return rhs if Q is None else rhs + Q
-
-    def power(self, q: Q, qd: QDot, u=None, Q=None) -> Scalar:
-        return -self.drag * qd @ qd + (0.0 if Q is None else qd @ Q)
+    def nonconservative_force(self, q: Q, qd: QDot, u=None) -> QDot:
+        """−d q̇: the air's linear drag."""
+        return -self.drag * qd
 
     def stiffness_matvec(self, q: Q, p: Float[Array, " n"]) -> Float[Array, " n"]:
         """K̃ p with K̃ the SPD part of the stiffness −∂f/∂x, one 3 × 3 block per spring:

@@ -6,9 +6,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
-from ._params import as_param, check_positive, concrete
+from ._params import (
+    as_param,
+    check_conventions,
+    check_inertia,
+    check_positive,
+    concrete,
+    joint_inertia,
+)
 from .base import AbstractSystem
-from .pendulum import check_inertia, joint_inertia
 
 _ACTUATION = {
     "both": ((1.0, 0.0), (0.0, 1.0)),
@@ -34,6 +40,14 @@ class DoublePendulum(AbstractSystem):
     base (rotor angle gr q1), motor 2 on link 1 (rotor angle q1 − gr q2). By default point masses at the link
     ends: r1 = l1, r2 = `l2`, I = 0, no rotor. `l2` only gives that default: with r2 given it plays no role.
 
+    `parameter_set="identified"` takes a lab's identified (lumped, base) parameter set as it is: identification
+    determines only the combinations in M, C and G, so e.g. I2 about the joint may come out below m2 r2², which
+    no rigid link has. Instead of J_i ≥ m_i r_i² it checks what the equations of motion need, M(q) positive
+    definite for every q. Writing M = A + cos q2 · H with H = [[2h, h], [h, 0]], det M = det A + cos q2 · (…) −
+    h² cos² q2 is concave in cos q2, so over cos q2 ∈ [−1, 1] it is smallest at q2 = 0 or π, and
+
+        M(q) ≻ 0 for all q   ⇔   M22 > 0,  det M(q2 = 0) > 0  and  det M(q2 = π) > 0.
+
     `actuated` is "both" (B = I), "elbow" (the acrobot) or "shoulder" (the pendubot).
     """
 
@@ -52,6 +66,7 @@ class DoublePendulum(AbstractSystem):
     g: jax.Array
     actuated: str = eqx.field(static=True, default="both")
     inertia_about: str = eqx.field(static=True, default="com")
+    parameter_set: str = eqx.field(static=True, default="physical")
 
     def __init__(
         self,
@@ -70,6 +85,7 @@ class DoublePendulum(AbstractSystem):
         Ir=0.0,
         gr=0.0,
         inertia_offset=None,
+        parameter_set: str = "physical",
     ):
         if actuated not in _ACTUATION:
             raise ValueError(
@@ -90,16 +106,19 @@ class DoublePendulum(AbstractSystem):
         self.g = as_param(g)
         self.actuated = actuated
         self.inertia_about = inertia_about
+        self.parameter_set = parameter_set
 
     def __check_init__(self):
         for name in ("m1", "m2", "l1"):
             check_positive("DoublePendulum", name, getattr(self, name))
         for name in ("r1", "r2", "I1", "I2", "Ir", "gr", "g"):
             check_positive("DoublePendulum", name, getattr(self, name), allow_zero=True)
-        for i, (m, r, inertia) in enumerate(
-            ((self.m1, self.r1, self.I1), (self.m2, self.r2, self.I2)), start=1
-        ):
-            check_inertia("DoublePendulum", str(i), m, r, inertia, self.inertia_about)
+        check_conventions("DoublePendulum", self.inertia_about, self.parameter_set)
+        if self.parameter_set == "physical":
+            for i, (m, r, inertia) in enumerate(
+                ((self.m1, self.r1, self.I1), (self.m2, self.r2, self.I2)), start=1
+            ):
+                check_inertia("DoublePendulum", str(i), m, r, inertia, self.inertia_about)
         offset = concrete(self.inertia_offset)
         if jnp.shape(self.inertia_offset) != (2, 2) or (
             offset is not None and not np.allclose(offset, offset.T)
@@ -107,6 +126,25 @@ class DoublePendulum(AbstractSystem):
             raise ValueError(
                 f"DoublePendulum.inertia_offset must be a symmetric 2 × 2 matrix, got {offset}"
             )
+        if self.parameter_set == "identified":
+            self._check_positive_definite()
+
+    def _check_positive_definite(self) -> None:
+        """M(q) ≻ 0 for every q, from M at q2 = 0 and π (see the class docstring); skipped under tracing."""
+        ends = [concrete(self.mass_matrix(jnp.asarray([0.0, q2]))) for q2 in (0.0, np.pi)]
+        if any(m is None for m in ends):
+            return
+        dets = [float(m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]) for m in ends]
+        m22 = float(ends[0][1, 1])
+        if m22 > 0 and min(dets) > 0:
+            return
+        raise ValueError(
+            "DoublePendulum (parameter_set: identified): M(q) must be positive definite for every q, "
+            f"but M22 = {m22:.6g}, det M = {dets[0]:.6g} at q2 = 0 and {dets[1]:.6g} at q2 = π "
+            "(det M is concave in cos q2, so these are its smallest values; all three must be > 0). "
+            "These lumped parameters are not dynamically consistent: check I1, I2 (and their convention "
+            "inertia_about), m2 l1 r2, Ir, gr and inertia_offset"
+        )
 
     @classmethod
     def acrobot(cls, **params) -> "DoublePendulum":

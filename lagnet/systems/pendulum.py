@@ -3,36 +3,18 @@
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
-from ._params import as_param, check_positive, concrete
+from ._params import INERTIA_ABOUT as INERTIA_ABOUT  # also importable from here
+from ._params import (
+    as_param,
+    check_conventions,
+    check_inertia,
+    check_positive,
+    concrete,
+    joint_inertia,
+)
 from .base import AbstractSystem
-
-INERTIA_ABOUT = ("com", "joint")
-
-
-def joint_inertia(mass, com, inertia, about: str):
-    """J = I + m r² (I about the centre of mass, `about="com"`) or J = I (about the joint axis)."""
-    return inertia + mass * com**2 if about == "com" else inertia
-
-
-def check_inertia(system: str, suffix: str, mass, com, inertia, about: str) -> None:
-    """Refuse an unknown convention, and a joint-axis inertia below m r² (parallel axis: J = I_com + m r² ≥ m r²),
-    with both conventions spelled out."""
-    if about not in INERTIA_ABOUT:
-        raise ValueError(
-            f"{system}.inertia_about must be one of {list(INERTIA_ABOUT)}, got {about!r}"
-        )
-    values = [concrete(v) for v in (inertia, mass, com)]
-    if about == "joint" and all(v is not None for v in values):
-        i, m, r = values
-        if np.any(i < m * r**2 * (1 - 1e-9)):
-            raise ValueError(
-                f"{system}.I{suffix} = {i} about the joint axis must be >= m{suffix} r{suffix}² = "
-                f"{m * r**2} (parallel axis: J = I_com + m r²); if {i} is the inertia about the centre "
-                "of mass, set inertia_about: com"
-            )
 
 
 class Pendulum(AbstractSystem):
@@ -43,7 +25,8 @@ class Pendulum(AbstractSystem):
 
     `Pendulum(mass, length)` is a point mass at `length` (r = length, I = 0); with the defaults θ̈ = −sin θ, the
     lecture's pendulum. A real arm: `Pendulum(mass=m, com=r, inertia=J, inertia_about="joint")` with its
-    identified values.
+    identified values. Only J and m r enter the dynamics, so an identified J may lie below m r² for the m and r
+    given: `parameter_set="identified"` takes it as it is and checks J > 0 instead of J ≥ m r².
     """
 
     mass: jax.Array
@@ -51,9 +34,18 @@ class Pendulum(AbstractSystem):
     inertia: jax.Array
     g: jax.Array
     inertia_about: str = eqx.field(static=True)
+    parameter_set: str = eqx.field(static=True)
 
     def __init__(
-        self, mass=1.0, length=None, g=1.0, *, com=None, inertia=0.0, inertia_about: str = "com"
+        self,
+        mass=1.0,
+        length=None,
+        g=1.0,
+        *,
+        com=None,
+        inertia=0.0,
+        inertia_about: str = "com",
+        parameter_set: str = "physical",
     ):
         if length is not None and com is not None:
             raise ValueError(
@@ -69,13 +61,23 @@ class Pendulum(AbstractSystem):
         self.inertia = as_param(inertia)
         self.g = as_param(g)
         self.inertia_about = inertia_about
+        self.parameter_set = parameter_set
 
     def __check_init__(self):
         check_positive("Pendulum", "mass", self.mass)
         check_positive("Pendulum", "com", self.com)
         check_positive("Pendulum", "inertia", self.inertia, allow_zero=True)
         check_positive("Pendulum", "g", self.g, allow_zero=True)
-        check_inertia("Pendulum", "", self.mass, self.com, self.inertia, self.inertia_about)
+        check_conventions("Pendulum", self.inertia_about, self.parameter_set)
+        if self.parameter_set == "physical":
+            check_inertia("Pendulum", "", self.mass, self.com, self.inertia, self.inertia_about)
+            return
+        j = concrete(joint_inertia(self.mass, self.com, self.inertia, self.inertia_about))
+        if j is not None and not j > 0:
+            raise ValueError(
+                f"Pendulum (parameter_set: identified): the inertia about the joint J = {j} must be > 0 "
+                "(M = J); identified parameters are checked for M positive definite, not J >= m r²"
+            )
 
     @property
     def coordinate_names(self):

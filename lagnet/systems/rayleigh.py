@@ -39,13 +39,8 @@ class Rayleigh(AbstractUnitOscillator):
         """Q = (μ − u'²) u': negative friction for small speeds (μ > 0), positive for large ones."""
         return (self.mu - qd**2) * qd
 
-    def generalised_force(self, q: Q, qd: QDot, u=None, Q=None):
-        rhs = -self.gravity(q) + self.friction_force(qd)
-        return rhs if Q is None else rhs + Q
-
-    def power(self, q: Q, qd: QDot, u=None, Q=None) -> Scalar:
-        total = self.friction_force(qd) if Q is None else self.friction_force(qd) + Q
-        return qd @ total
+    def nonconservative_force(self, q: Q, qd: QDot, u=None) -> QDot:
+        return self.friction_force(qd)
 
     def amplitude_estimate(self) -> Scalar:
         """√(4μ/3) / ω0: the small-μ amplitude of the limit cycle (0 below the onset)."""

@@ -423,19 +423,9 @@ class RigidBodyTree(AbstractSystem):
             return jnp.zeros_like(qd)
         return self.friction(qd)
 
-    def generalised_force(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None):
-        """B u + Q + Q_friction(q̇) − C(q, q̇) q̇ − G(q)."""
-        rhs = super().generalised_force(q, qd, u, Q)
-        if self.friction is not None:
-            rhs = rhs + self.friction(qd)
-        return rhs
-
-    def power(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> Scalar:
-        """dE/dt = q̇ᵀ (B u + Q + Q_friction), the friction's share ≤ 0."""
-        p = super().power(q, qd, u, Q)
-        if self.friction is not None:
-            p = p + qd @ self.friction(qd)
-        return p
+    def nonconservative_force(self, q: Q, qd: QDot, u: U | None = None) -> Force | None:
+        """The description's joint friction Q_friction(q̇) (its power q̇ᵀ Q_friction ≤ 0); None without."""
+        return None if self.friction is None else self.friction(qd)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from .._indexing import place
 from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
-from ..systems.friction import JointFriction
+from ..systems.friction import AbstractFriction
 from ..systems.parameters import Bounded
 from .base import AbstractModel, frozen_known_parts
 from .features import OutputScale, StateFeatures
@@ -39,7 +39,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     velocity_dependent = True
 
     system: AbstractSystem
-    friction: JointFriction | None
+    friction: AbstractFriction | None
     network: eqx.Module | None
     features: StateFeatures | None
     parameters: dict[str, Bounded]
@@ -54,7 +54,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         self,
         system: AbstractSystem,
         *,
-        friction: JointFriction | None = None,
+        friction: AbstractFriction | None = None,
         network: eqx.Module | None = None,
         features: StateFeatures | None = None,
         learn_parameters: tuple[str, ...] | dict[str, dict] = (),

@@ -23,8 +23,8 @@ from .mpc import shift as shift
 
 def __getattr__(name):
     # Gymnasium is optional: `LearnedModelEnv` is built only when asked for.
-    if name == "LearnedModelEnv":
-        from .gym_env import LearnedModelEnv
+    if name in ("LearnedModelEnv", "RigEnv"):
+        from . import gym_env
 
-        return LearnedModelEnv
+        return getattr(gym_env, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,8 +38,14 @@ def test_lqr_on_a_model_with_flipped_cart_damping_fails_on_the_rig():
 
 
 def test_control_metrics_keys_and_report():
+    # A small MPC (the keys, not the swing-up, are tested here).
+    small = dict(horizon=5, iterations=2, max_evaluations=4, first_iterations=3)
     c = evaluate_control(
-        Dynamics(RIG.known_system(), RK4(), RIG.dt), lqr_starts_count=2, mpc_starts=1, seconds=0.4
+        Dynamics(RIG.known_system(), RK4(), RIG.dt),
+        lqr_starts_count=2,
+        mpc_starts=1,
+        seconds=0.4,
+        mpc_options=small,
     )
     assert set(c) == {"lqr", "mpc", "equilibrium", "linearisation"}
     assert c["lqr"]["starts"] == 2 and 0 <= c["lqr"]["success"] <= 2
@@ -51,7 +57,10 @@ def test_control_metrics_keys_and_report():
     entries = {e["entry"]: e for e in c["linearisation"]["entries"]}
     assert entries["dphi_ddot/dphi"]["same_sign"] and entries["dx_ddot/dforce"]["same_sign"]
     np.testing.assert_allclose(entries["dphi_ddot/dphi"]["ratio"], 1.0, atol=0.03)
-    assert not entries["dx_ddot/dx_dot"]["same_sign"]  # the rig's drag, absent from the known model
+    # The rig's drag and the pole bearing's friction, absent from the known model.
+    assert not entries["dx_ddot/dx_dot"]["same_sign"]
+    assert not entries["dphi_ddot/dphi_dot"]["same_sign"]
+    assert c["linearisation"]["same_sign"] == 6 and c["linearisation"]["total"] == 10
     text = control_section({"control": c})
     assert "## Control on the simulated rig" in text and "| dphi_ddot/dphi |" in text
 

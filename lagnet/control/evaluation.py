@@ -155,6 +155,7 @@ def evaluate_mpc(
     horizon: int = 30,
     iterations: int = 10,
     max_evaluations: int = 16,
+    first_iterations: int = 100,
     handover: bool = True,
 ):
     """The swing-up MPC on the model, run on the rig from `swing_up_starts(starts)`; returns a dict (success,
@@ -192,7 +193,7 @@ def evaluate_mpc(
         stage,
         terminal,
         horizon=horizon,
-        iterations=100,
+        iterations=first_iterations,
         u_min=-u_max,
         u_max=u_max,
         optimiser=lbfgs,
@@ -276,9 +277,10 @@ def operating_points(dyn: Dynamics, rig: CartPoleRig, *, key=None) -> tuple[dict
         for j, col in enumerate(columns):
             m, r = float(model_m[i, j]), float(rig_m[i, j])
             small = 1e-6 * float(scale[i, 0])
-            same = (abs(m) <= small and abs(r) <= small) or (
-                np.sign(m) == np.sign(r) and abs(r) > small
-            )
+            # Entries within rounding of zero (relative to the row's largest) count as zero: a sign only
+            # where both are clearly nonzero.
+            zero_m, zero_r = abs(m) <= small, abs(r) <= small
+            same = (zero_m and zero_r) or (not zero_m and not zero_r and np.sign(m) == np.sign(r))
             entries.append(
                 {
                     "entry": f"d{row}_ddot/d{col}",
@@ -300,9 +302,11 @@ def evaluate_control(
     mpc_starts: int = 6,
     seconds: float = 5.0,
     mpc: bool = True,
+    mpc_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """metrics["control"]: {"lqr": {"success", "starts"}, "mpc": {"success", "starts", "median_ms", "p99_ms",
-    "cost"}, "equilibrium": ..., "linearisation": ...} of a cart-pole model on the rig."""
+    "cost", "balance"}, "equilibrium": ..., "linearisation": ...} of a cart-pole model on the rig.
+    `mpc_options`: `evaluate_mpc`'s (horizon, iterations, ...)."""
     if not isinstance(dyn.system, CartPole):
         raise ValueError(
             "evaluate --control: closed-loop evaluation needs a cart-pole model (its rig: "
@@ -312,7 +316,9 @@ def evaluate_control(
     success, _ = evaluate_lqr(dyn, rig, starts=lqr_starts_count, seconds=seconds)
     out: dict[str, Any] = {"lqr": {"success": success, "starts": lqr_starts_count}}
     if mpc:
-        out["mpc"], _ = evaluate_mpc(dyn, rig, starts=mpc_starts, seconds=seconds)
+        out["mpc"], _ = evaluate_mpc(
+            dyn, rig, starts=mpc_starts, seconds=seconds, **(mpc_options or {})
+        )
     out["equilibrium"], out["linearisation"] = operating_points(dyn, rig)
     return out
 

@@ -106,3 +106,31 @@ def test_lqr_terminal_cost_is_the_riccati_cost_to_go():
     # Angles are compared modulo 2π: the upright reached the other way round costs nothing.
     np.testing.assert_allclose(vf(x_up + jnp.array([0.0, 2 * jnp.pi, 0.0, 0.0])), 0.0, atol=1e-18)
     assert vf(x_up + d) > 0
+
+
+def test_run_controller_sees_through_the_sensors():
+    from lagnet.simulate import OpticalEncoder
+
+    encoder = OpticalEncoder(2000, wrap_low=None)
+
+    def observe(x, rng):
+        return np.array(
+            [x[0] + 1e-3 * rng.standard_normal(), encoder.measure(x[1:2])[0], x[2], x[3]]
+        )
+
+    def pd(y, memory):
+        return np.array([-20.0 * y[0] - 5.0 * y[2]]), memory + 1, y[1]
+
+    out = run_controller(
+        rig_sampler(RIG), pd, 0, np.array([0.1, 0.2, 0.0, 0.0]), samples=10, observe=observe
+    )
+    # The controller saw the encoder's counts, not the true angle; the rig moved by the true physics.
+    step = 2 * np.pi / 2000
+    np.testing.assert_allclose(
+        out.observations[:, 1] / step, np.round(out.observations[:, 1] / step)
+    )
+    np.testing.assert_array_equal(out.observations[:, 1], encoder.measure(out.xs[:-1, 1]))
+    assert np.any(out.observations[:, 0] != out.xs[:-1, 0])
+    np.testing.assert_array_equal(out.info, out.observations[:, 1])
+    assert out.xs[-1, 0] < 0.1  # pulled towards the middle
+    assert out.solve_times.shape == (10,)

@@ -68,3 +68,46 @@ def test_control_metrics_keys_and_report():
 def test_control_needs_a_cartpole():
     with pytest.raises(ValueError, match="cart-pole"):
         evaluate_control(Dynamics(Pendulum(), RK4(), 0.02))
+
+
+def test_run_control_results_merge_into_metrics_and_report(tmp_path, monkeypatch):
+    import json
+
+    import lagnet.control.evaluation as ev
+
+    fake = {
+        "lqr": {"success": 13, "starts": 14},
+        "mpc": {
+            "success": 5,
+            "starts": 6,
+            "median_ms": 3.5,
+            "p99_ms": 9.0,
+            "cost": 2.0,
+            "balance": "lqr",
+        },
+        "equilibrium": {"upright": {"qdd": [0.0, 0.5], "qdd_rig": [0.0, 0.0], "norm": 0.5}},
+        "linearisation": {
+            "entries": [{"entry": "dphi_ddot/dphi", "model": 70.0, "rig": 71.0, "same_sign": True}],
+            "same_sign": 1,
+            "total": 1,
+        },
+    }
+    import sys
+
+    # The module (`lagnet.control.load` the attribute is the function it defines).
+    monkeypatch.setattr(sys.modules["lagnet.control.load"], "load", lambda path: path)
+    monkeypatch.setattr(ev, "evaluate_control", lambda dyn, **kw: fake)
+    out = tmp_path / "evaluation"
+    out.mkdir()
+    (out / "metrics.json").write_text(json.dumps({"windows": 7}))
+    (out / "report.md").write_text("# Evaluation\n")
+    assert ev.evaluate_run_control("RUN", str(out)) == fake
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["windows"] == 7 and metrics["control"] == fake
+    report = (out / "report.md").read_text()
+    assert report.startswith("# Evaluation\n")
+    assert (
+        "13/14 starts" in report
+        and "5/6 starts" in report
+        and "median 3.5 ms, p99 9.0 ms" in report
+    )

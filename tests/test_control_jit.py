@@ -65,6 +65,6 @@ def test_dynamics_hash_by_identity():
     other = trained_like_dynamics()
     assert dyn == dyn and hash(dyn) == hash(dyn)
     assert dyn != other
-    # Two accesses give two bound-method objects that jit sees as one function (one compiled program).
+    # Two accesses give two bound-method objects, equal and with one hash (what jit keys functions by).
     f1, f2 = dyn.f, dyn.f
     assert hash(f1) == hash(f2) and f1 == f2

@@ -58,8 +58,7 @@ from lagnet.control import load as load_run  # noqa: E402
 from lagnet.data.angles import wrap  # noqa: E402
 from lagnet.integrators import RK4  # noqa: E402
 from lagnet.models import PINODE  # noqa: E402
-from lagnet.rollout import rollout  # noqa: E402
-from lagnet.simulate import CartPoleRig  # noqa: E402
+from lagnet.simulate import CartPoleRig, rig_sampler  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -157,21 +156,13 @@ def lags(dyn: Dynamics) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The true rig, one 20 ms sample at a time (the body of lagnet.simulate.closed_loop, with the actuator's state
-# carried between calls: the controllers here run in Python).
+# The true rig, one 20 ms sample at a time (`lagnet.simulate.SampledRig`: the actuator's state carried between
+# calls, the controllers here run in Python).
 
 
 def rig_sample_fn():
-    plant, actuator = RIG.plant(), RIG.actuator()
-    h = DT / RIG.substeps
-
-    @jax.jit
-    def sample(x, act, u):
-        act, applied = actuator.apply(act, jnp.broadcast_to(u, (RIG.substeps, 1)), h)
-        qs, qds = rollout(plant, RK4(), x[:2], x[2:], applied, h, throw=False)
-        return jnp.concatenate([qs[-1], qds[-1]]), act
-
-    return sample, actuator.init(1, h)
+    rig = rig_sampler(RIG)
+    return rig.sample, rig.init()
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ import numpy as np
 
 from ..data.catalog import data_root, datasets
 from ..data.stats import stats_markdown, write_stats
-from ..simulate.generate import GENERATORS, check_overwrite, generate, output_paths
+from ..simulate.coverage import RADII, coverage, coverage_figure, coverage_table, load_recording
+from ..simulate.generate import GENERATORS, SHIPPED, check_overwrite, generate, output_paths
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `lagnet data {generate, stats, list, verify}`."""
+    """Add `lagnet data {generate, coverage, stats, list, verify}`."""
     data = subparsers.add_parser("data", help="generate, list, tabulate and verify datasets")
     data.set_defaults(func=lambda args: data.print_help())
     sub = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
@@ -25,7 +26,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "generate",
         help="simulate a rig and write its recordings (NPZ with generator, parameters and seed)",
     )
-    gen.add_argument("name", choices=[*GENERATORS, "all"], help="which rig")
+    gen.add_argument(
+        "name",
+        choices=[*GENERATORS, "all"],
+        help="which rig ('all': the generators of the shipped data sets, "
+        f"{', '.join(SHIPPED)}; cartpole_control: swing-up and balance under feedback with exploration "
+        "noise, PRBS, chirp and multisine inputs, random stabilising LQR policies)",
+    )
     gen.add_argument("--out", default=None, help="output folder (default: <data root>/sim)")
     gen.add_argument("--seed", type=int, default=None, help="seed (default: the shipped one)")
     gen.add_argument("--duration", type=float, default=None, help="override every length (s)")
@@ -35,6 +42,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="replace recordings that already exist in the folder",
     )
     gen.set_defaults(func=_generate)
+
+    cov = sub.add_parser(
+        "coverage",
+        help="where a dataset's states lie: percentiles per coordinate, share near upright / hanging",
+        description="For each FILE (an NPZ written by `lagnet data generate`): percentiles of every "
+        "coordinate and velocity, and the share of samples within each radius of the angles' equilibria "
+        "(upright: every angle at pi, hanging: at 0), all and slow ones; and a PNG figure per file.",
+    )
+    cov.add_argument("files", nargs="+", metavar="FILE")
+    cov.add_argument(
+        "--radii",
+        nargs="+",
+        type=float,
+        default=list(RADII),
+        help="radii (rad), default 0.1 0.3 0.5",
+    )
+    cov.add_argument(
+        "--slow-rate", type=float, default=1.0, help="slow: |angle rate| below (rad/s)"
+    )
+    cov.add_argument(
+        "--slow-speed", type=float, default=0.2, help="slow: |other velocity| below (m/s)"
+    )
+    cov.add_argument(
+        "--out", default="coverage", help="folder for the figures (default ./coverage)"
+    )
+    cov.set_defaults(func=_coverage)
 
     stats = sub.add_parser("stats", help="statistics table of each shipped dataset (markdown)")
     stats.add_argument("names", nargs="*", help="datasets (default: all)")
@@ -48,13 +81,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "verify",
         help="regenerate the simulated datasets in a temp folder and compare them bit for bit",
     )
-    verify.add_argument("names", nargs="*", help="generators (default: all)")
+    verify.add_argument("names", nargs="*", help="generators (default: the shipped ones)")
     verify.set_defaults(func=_verify)
 
 
 def _generate(args) -> int:
     out = Path(args.out) if args.out else data_root() / "sim"
-    names = list(GENERATORS) if args.name == "all" else [args.name]
+    names = SHIPPED if args.name == "all" else [args.name]
     # Every file is checked before the first is written: `all` does not stop half way.
     check_overwrite([p for name in names for p in output_paths(name, out)], args.overwrite)
     for name in names:
@@ -62,6 +95,21 @@ def _generate(args) -> int:
             name, out, seed=args.seed, duration=args.duration, overwrite=args.overwrite
         ):
             print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
+    return 0
+
+
+def _coverage(args) -> int:
+    for name in args.files:
+        if not Path(name).exists():
+            raise FileNotFoundError(f"lagnet data coverage: no such file {name}")
+    for name in args.files:
+        trajs = load_recording(name)
+        result = coverage(
+            trajs, radii=args.radii, slow_rate=args.slow_rate, slow_speed=args.slow_speed
+        )
+        print(coverage_table(result, name))
+        figure = coverage_figure(trajs, Path(args.out) / f"{Path(name).name}.png", name)
+        print(f"wrote {figure}")
     return 0
 
 
@@ -115,7 +163,7 @@ def compare_recordings(shipped, regenerated) -> tuple[bool, float]:
 
 
 def _verify(args) -> int:
-    names = args.names or list(GENERATORS)
+    names = args.names or SHIPPED
     root = data_root()
     bad = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -12,16 +12,19 @@ from .load import load as load
 from .lqr import closed_loop_stable as closed_loop_stable
 from .lqr import dlqr as dlqr
 from .lqr import lqr as lqr
+from .mpc import ConstrainedMPC as ConstrainedMPC
+from .mpc import ConstrainedSolution as ConstrainedSolution
 from .mpc import MPCSolution as MPCSolution
 from .mpc import ProjectedMPC as ProjectedMPC
 from .mpc import ShootingMPC as ShootingMPC
+from .mpc import lqr_terminal_cost as lqr_terminal_cost
 from .mpc import shift as shift
 
 
 def __getattr__(name):
     # Gymnasium is optional: `LearnedModelEnv` is built only when asked for.
-    if name == "LearnedModelEnv":
-        from .gym_env import LearnedModelEnv
+    if name in ("LearnedModelEnv", "RigEnv"):
+        from . import gym_env
 
-        return LearnedModelEnv
+        return getattr(gym_env, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,7 +38,9 @@ class Dynamics(eqx.Module):
     A model without inputs (m = 0, an unforced rig) takes u=None in `f` and `step`, and us=None with `steps=` in
     `rollout`.
 
-    Everything is a pure function of arrays: jit, vmap (over states, inputs or both) and grad work.
+    Everything is a pure function of arrays: jit, vmap (over states, inputs or both) and grad work, with the
+    bound methods themselves too: `jax.jit(dyn.f)`, `jax.jit(dyn.step)`, `jax.jit(dyn.rollout,
+    static_argnames="steps")`.
 
     A model trained with an input history (`model.input_history = k`) takes (m (k + 1),) inputs, newest first;
     given only the current (m,) input, `f` and `step` hold it over the history (the steady-state reading, which
@@ -49,6 +51,16 @@ class Dynamics(eqx.Module):
     model: AbstractDynamics
     integrator: AbstractIntegrator
     dt: float = eqx.field(static=True)
+
+    # `jax.jit(dyn.f)` hashes the bound method, and with it `dyn`: the dataclass hash of the fields fails on the
+    # model's arrays (unhashable). By identity instead: one `Dynamics` is one function, compiled once per
+    # object (its arrays become constants of the program); `eqx.filter_jit` on a function taking `dyn` as an
+    # argument traces them as inputs instead.
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
 
     def __check_init__(self):
         if not isinstance(self.model, AbstractDynamics):

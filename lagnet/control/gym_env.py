@@ -1,11 +1,13 @@
-"""A Gymnasium environment that steps a learned model, so that RL code can train against it.
+"""Gymnasium environments: one that steps a learned model (RL trains against it), one that steps the simulated
+TRUE rig (the plant with its friction, end stops and actuator: where a policy trained on the model is tested).
 
-Gymnasium is an optional dependency: this module imports without it, and `LearnedModelEnv` is built (as a
-`gymnasium.Env` subclass) the first time it is asked for; without Gymnasium that raises an `ImportError`
-saying how to install it.
+Gymnasium is an optional dependency: this module imports without it, and `LearnedModelEnv` / `RigEnv` are built
+(as `gymnasium.Env` subclasses) the first time they are asked for; without Gymnasium that raises an
+`ImportError` saying how to install it.
 
-    from lagnet.control.gym_env import LearnedModelEnv
+    from lagnet.control.gym_env import LearnedModelEnv, RigEnv
     env = LearnedModelEnv(dynamics, reward_fn, max_steps=200, u_max=2.0, initial_state_sampler=sampler)
+    env = RigEnv(CartPoleRig(), reward_fn, max_steps=250, initial_state_sampler=sampler)
 """
 
 import functools
@@ -14,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["LearnedModelEnv"]  # noqa: F822 (built on first access, see __getattr__)
+__all__ = ["LearnedModelEnv", "RigEnv"]  # noqa: F822 (built on first access, see __getattr__)
 
 _MISSING = (
     "lagnet.control.LearnedModelEnv needs Gymnasium, an optional dependency: "
@@ -146,7 +148,107 @@ def _env_class():
     return LearnedModelEnv
 
 
+@functools.cache
+def _rig_env_class():
+    try:
+        import gymnasium
+        from gymnasium import spaces
+    except ImportError as e:
+        raise ImportError(_MISSING.replace("LearnedModelEnv", "RigEnv")) from e
+
+    from ..simulate import rig_sampler
+
+    class RigEnv(gymnasium.Env):
+        """An episode on a simulated rig: x_{k+1} = the rig's plant after one sample with the command a_k
+        (clipped to ±u_max) held through its actuator (dead time, lag, limit), integrated in its sub-steps.
+
+        - observation: the true state x = (q, q̇), a float32 `Box` (2n,), unbounded;
+        - action: the commanded input, a float32 `Box(−u_max, u_max, (m,))` (default u_max: the rig's
+          `force_limit`);
+        - reward: `reward_fn(x, u, x_next)` (numpy or JAX, returning a scalar);
+        - terminated: `terminate_fn(x_next)` (default: the state is no longer finite);
+        - truncated: after `max_steps` steps.
+
+        Arguments:
+            rig: a rig with `plant()`, `actuator()`, `dt`, `substeps` (`lagnet.simulate.CartPoleRig`, ...).
+            initial_state_sampler: `initial_state_sampler(rng)` → x0 (2n,), with the environment's seeded
+                numpy `np_random`; `reset(options={"state": x0})` sets x0 directly. The actuator starts at rest.
+
+        `info` holds the float64 state as `info["state"]` and the commanded input as `info["u"]`.
+        """
+
+        metadata = {"render_modes": []}
+
+        def __init__(
+            self,
+            rig,
+            reward_fn,
+            *,
+            max_steps: int,
+            initial_state_sampler,
+            u_max=None,
+            terminate_fn=None,
+        ):
+            if not isinstance(max_steps, int | np.integer) or max_steps < 1:
+                raise ValueError(f"RigEnv: max_steps must be a positive integer, got {max_steps!r}")
+            self.rig = rig_sampler(rig)
+            n, m = self.rig.plant.n_dof, self.rig.n_inputs
+            u_max = getattr(rig, "force_limit", None) if u_max is None else u_max
+            if u_max is None:
+                raise ValueError("RigEnv: give u_max (the rig has no force_limit)")
+            u_max = np.broadcast_to(np.asarray(u_max, dtype=float), (m,)).copy()
+            if not np.all(np.isfinite(u_max) & (u_max > 0)):
+                raise ValueError(f"RigEnv: u_max must be finite and > 0, got {u_max}")
+            self.u_max = u_max
+            self.reward_fn = reward_fn
+            self.max_steps = int(max_steps)
+            self.initial_state_sampler = initial_state_sampler
+            self.terminate_fn = terminate_fn or (lambda x: not np.all(np.isfinite(x)))
+            self.observation_space = spaces.Box(-np.inf, np.inf, (2 * n,), np.float32)
+            high = u_max.astype(np.float32)
+            self.action_space = spaces.Box(-high, high, (m,), np.float32)
+            self._state = None
+            self._actuator = None
+            self._steps = 0
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            if options is not None and "state" in options:
+                x0 = options["state"]
+            else:
+                x0 = self.initial_state_sampler(self.np_random)
+            x0 = np.asarray(x0, dtype=np.float64)
+            if x0.shape != self.observation_space.shape:
+                raise ValueError(
+                    f"RigEnv: the initial state must have shape {self.observation_space.shape} "
+                    f"(q then q̇), got {x0.shape}"
+                )
+            self._state, self._actuator, self._steps = x0, self.rig.init(), 0
+            return x0.astype(np.float32), {"state": x0.copy()}
+
+        def step(self, action):
+            if self._state is None:
+                raise RuntimeError("RigEnv: call reset() before step()")
+            u = np.clip(
+                np.asarray(action, float).reshape(self.action_space.shape), -self.u_max, self.u_max
+            )
+            x = self._state
+            x_next, self._actuator = self.rig.sample(jnp.asarray(x), self._actuator, jnp.asarray(u))
+            x_next = np.asarray(x_next, dtype=np.float64)
+            self._state = x_next
+            self._steps += 1
+            reward = float(self.reward_fn(x, u, x_next))
+            terminated = bool(self.terminate_fn(x_next))
+            truncated = self._steps >= self.max_steps
+            info = {"state": x_next.copy(), "u": u}
+            return x_next.astype(np.float32), reward, terminated, truncated, info
+
+    return RigEnv
+
+
 def __getattr__(name):
     if name == "LearnedModelEnv":
         return _env_class()
+    if name == "RigEnv":
+        return _rig_env_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,9 @@ shifted by one step (`shift`):
 - `ShootingMPC`: unconstrained Adam on v with u = u_max · tanh(v) (the bound by a change of variables);
 - `ProjectedMPC`: any optax optimiser on u itself, each step projected back onto the box u_min ≤ u ≤ u_max,
   returning the best iterate (its cost never exceeds the warm start's). `solve_batch` solves many initial states
-  at once (vmap).
+  at once (vmap);
+- `ConstrainedMPC`: hard state bounds (augmented Lagrangian), input bounds and input rate limits (kept exactly),
+  e.g. with the LQR's cost-to-go as its terminal cost (`lqr_terminal_cost`).
 """
 
 from collections.abc import Callable
@@ -18,7 +20,8 @@ import jax.numpy as jnp
 import optax
 
 from .._types import Array, ArrayLike, Float, Int, Scalar
-from .dynamics import Dynamics
+from .dynamics import Dynamics, linearise
+from .lqr import dlqr
 
 Plan = Float[Array, "horizon m"]
 
@@ -239,3 +242,179 @@ class ProjectedMPC(eqx.Module):
         solution)."""
         sol = self.solve(x0, us_prev, u_past)
         return sol.us[0], shift(sol.us), sol
+
+
+class ConstrainedSolution(eqx.Module):
+    """A solve of `ConstrainedMPC`.
+
+    Attributes:
+        us: (H, m) the plan, within the input box and the rate limits; apply us[0].
+        multipliers: (H, 2 · 2n) the state bounds' multipliers λ (the upper bounds' 2n, then the lower
+            bounds'), to warm-start the next solve (shifted).
+        cost: J(us) without the constraint terms.
+        violation: max over the horizon of how far the predicted states leave their bounds (0 when feasible).
+    """
+
+    us: Plan
+    multipliers: Float[Array, "horizon bounds"]
+    cost: Scalar
+    violation: Scalar
+
+
+class ConstrainedMPC(eqx.Module):
+    """MPC with hard state bounds, input bounds and input rate limits, through the model's rollout:
+
+        min J(u) = Σ_{k<H} l(x_k, u_k) + V_f(x_H)
+        s.t. x_min ≤ x_k ≤ x_max (k = 1 … H),  u_min ≤ u_k ≤ u_max,  |u_k − u_{k−1}| ≤ du_max  (u_{−1} given).
+
+    The inputs' constraints are kept exactly: after every step the plan is mapped back forward in time,
+    u_k ← clip(u_k, max(u_min, u_{k−1} − du_max), min(u_max, u_{k−1} + du_max)), a feasible plan by construction
+    (not the Euclidean projection onto the chained set, which has no closed form, but the same where only the box
+    binds). The state bounds are handled by an augmented Lagrangian: g(u) = (x_{1..H} − x_max, x_min − x_{1..H}),
+
+        L_ρ(u, λ) = J(u) + (1 / 2ρ) Σ (max(0, λ + ρ g)² − λ²),   λ ← max(0, λ + ρ g(u)) after each round,
+
+    with `rounds` rounds of `iterations` projected Adam steps. Why not the alternatives: the states of single
+    shooting are functions of u, so they cannot be projected; a log barrier needs a strictly feasible plan to start
+    from, which a disturbance or a model error can take away between two samples; a fixed quadratic penalty
+    allows a violation that shrinks only as its weight grows without bound (and the problem's conditioning with
+    it). The augmented Lagrangian starts from infeasible plans, reaches the bound with a finite ρ, and its
+    multipliers, shifted, warm-start the next sample's solve. The solve's work is fixed: rounds × iterations.
+    """
+
+    dynamics: Dynamics
+    stage_cost: Callable = eqx.field(static=True)
+    terminal_cost: Callable = eqx.field(static=True)
+    horizon: int = eqx.field(static=True, default=30)
+    iterations: int = eqx.field(static=True, default=15)
+    rounds: int = eqx.field(static=True, default=3)
+    u_min: Float[Array, "*m"] = eqx.field(default=-1.0, converter=jnp.asarray)
+    u_max: Float[Array, "*m"] = eqx.field(default=1.0, converter=jnp.asarray)
+    du_max: Float[Array, "*m"] = eqx.field(default=jnp.inf, converter=jnp.asarray)
+    x_min: Float[Array, "*state"] = eqx.field(default=-jnp.inf, converter=jnp.asarray)
+    x_max: Float[Array, "*state"] = eqx.field(default=jnp.inf, converter=jnp.asarray)
+    penalty: float = eqx.field(static=True, default=100.0)
+    penalty_growth: float = eqx.field(static=True, default=4.0)
+    learning_rate: float = eqx.field(static=True, default=0.3)
+
+    def __check_init__(self):
+        if self.horizon < 1 or self.iterations < 1 or self.rounds < 1:
+            raise ValueError(
+                "ConstrainedMPC: horizon, iterations and rounds must be >= 1, got "
+                f"{self.horizon}, {self.iterations}, {self.rounds}"
+            )
+        if self.penalty <= 0 or self.penalty_growth < 1:
+            raise ValueError(
+                f"ConstrainedMPC: penalty must be > 0 and penalty_growth >= 1, got {self.penalty}, "
+                f"{self.penalty_growth}"
+            )
+        arrays = (self.u_min, self.u_max, self.du_max, self.x_min, self.x_max)
+        if not any(isinstance(a, jax.core.Tracer) for a in arrays):
+            if jnp.any(self.u_min > self.u_max) or jnp.any(self.x_min > self.x_max):
+                raise ValueError(
+                    "ConstrainedMPC: need u_min <= u_max and x_min <= x_max, got "
+                    f"u: [{self.u_min}, {self.u_max}], x: [{self.x_min}, {self.x_max}]"
+                )
+            if jnp.any(self.du_max <= 0):
+                raise ValueError(f"ConstrainedMPC: du_max must be > 0, got {self.du_max}")
+
+    def feasible(self, us: Float[ArrayLike, "horizon m"], u_prev: Float[ArrayLike, " m"]) -> Plan:
+        """The plan mapped into the input box and the rate limits from u_{−1} = `u_prev`, forward in time."""
+        u_prev = jnp.clip(jnp.asarray(u_prev), self.u_min, self.u_max)
+
+        def clip(prev, u):
+            lo = jnp.maximum(self.u_min, prev - self.du_max)
+            hi = jnp.minimum(self.u_max, prev + self.du_max)
+            u = jnp.clip(u, lo, hi)
+            return u, u
+
+        return jax.lax.scan(clip, u_prev, jnp.asarray(us))[1]
+
+    def bounds_residual(self, xs: Float[Array, "states state"]) -> Float[Array, "horizon bounds"]:
+        """g = (x_k − x_max, x_min − x_k) for k = 1 … H, (H, 2 · 2n); g ≤ 0 is feasible (infinite bounds: −inf
+        replaced by a large negative number, so the Lagrangian's max(0, ·) stays finite)."""
+        g = jnp.concatenate([xs[1:] - self.x_max, self.x_min - xs[1:]], axis=-1)
+        return jnp.maximum(g, -1e6)
+
+    def objective(self, us: Plan, x0, u_past=None) -> tuple[Scalar, Float[Array, "horizon bounds"]]:
+        """(J(u), g(u)): the cost and the state bounds' residuals of a plan."""
+        xs = self.dynamics.rollout(x0, us, u_past=u_past)
+        stage = jax.vmap(self.stage_cost)(xs[:-1], us)
+        return jnp.sum(stage) + self.terminal_cost(xs[-1]), self.bounds_residual(xs)
+
+    def solve(
+        self, x0, us_init: Float[ArrayLike, "horizon m"], u_prev, multipliers=None, u_past=None
+    ) -> ConstrainedSolution:
+        """`rounds` × `iterations` projected Adam steps on L_ρ, the multipliers updated after each round."""
+        opt = optax.adam(self.learning_rate)
+        us0 = self.feasible(us_init, u_prev)
+        x0 = jnp.asarray(x0)
+        lam0 = (
+            jnp.zeros((self.horizon, 2 * x0.shape[0]), us0.dtype)
+            if multipliers is None
+            else jnp.asarray(multipliers, us0.dtype)
+        )
+
+        def lagrangian(us, lam, rho):
+            cost, g = self.objective(us, x0, u_past)
+            return cost + jnp.sum(jnp.maximum(0.0, lam + rho * g) ** 2 - lam**2) / (2 * rho)
+
+        def round_(carry, _):
+            us, lam, rho = carry
+
+            def step(inner, _):
+                us, state = inner
+                grad = jax.grad(lagrangian)(us, lam, rho)
+                updates, state = opt.update(grad, state, us)
+                return (self.feasible(optax.apply_updates(us, updates), u_prev), state), None
+
+            (us, _), _ = jax.lax.scan(step, (us, opt.init(us)), None, length=self.iterations)
+            _, g = self.objective(us, x0, u_past)
+            lam = jnp.maximum(0.0, lam + rho * g)
+            return (us, lam, rho * self.penalty_growth), None
+
+        rho0 = jnp.asarray(self.penalty, us0.dtype)
+        (us, lam, _), _ = jax.lax.scan(round_, (us0, lam0, rho0), None, length=self.rounds)
+        cost, g = self.objective(us, x0, u_past)
+        return ConstrainedSolution(us, lam, cost, jnp.maximum(jnp.max(g), 0.0))
+
+    def control(self, x0, us_prev, u_prev, multipliers=None, u_past=None):
+        """One receding-horizon step: (u_0, the shifted plan and multipliers for the next call, the solution)."""
+        sol = self.solve(x0, us_prev, u_prev, multipliers, u_past)
+        return sol.us[0], shift(sol.us), shift(sol.multipliers), sol
+
+
+def lqr_terminal_cost(
+    dynamics: Dynamics,
+    x_target: Float[ArrayLike, " state"],
+    u_target: Float[ArrayLike, " m"],
+    q: Float[ArrayLike, "state state"],
+    r: Float[ArrayLike, "m m"],
+    *,
+    dt: float | None = None,
+):
+    """V_f(x) = δxᵀ P δx with P the discrete Riccati solution of the model's linearisation at the target:
+
+        (A_d, B_d) = ∂step/∂(x, u) at (x*, u*),   P = A_dᵀPA_d − A_dᵀPB_d (R + B_dᵀPB_d)⁻¹B_dᵀPA_d + Q,
+
+    the cost-to-go of the LQR (its gain K also returned) from x near x*: with it a short horizon behaves like an
+    infinite one near the target. δx = x − x* with the system's angle coordinates wrapped to [−π, π).
+    Returns (V_f, P, K).
+    """
+    x_target, u_target = jnp.asarray(x_target), jnp.asarray(u_target)
+
+    def step(x, u):
+        return dynamics.step(x, u, dt)
+
+    a, b = linearise(step, x_target, u_target)
+    k, p = dlqr(a, b, q, r)
+    n = dynamics.n_dof
+    angles = jnp.concatenate([jnp.asarray(dynamics.system.angles, bool), jnp.zeros(n, bool)])
+    p_arr = jnp.asarray(p, x_target.dtype)
+
+    def terminal_cost(x):
+        d = x - x_target
+        d = jnp.where(angles, jnp.mod(d + jnp.pi, 2 * jnp.pi) - jnp.pi, d)
+        return d @ p_arr @ d
+
+    return terminal_cost, p, k

@@ -17,6 +17,11 @@ from .generate import generate as generate
 from .generate import rig_from_meta as rig_from_meta
 from .generate import true_plant as true_plant
 from .plant import Plant as Plant
+from .rig_loop import ControllerRun as ControllerRun
+from .rig_loop import SampledRig as SampledRig
+from .rig_loop import rig_sampler as rig_sampler
+from .rig_loop import run_controller as run_controller
+from .rigs import CartPoleControlRig as CartPoleControlRig
 from .rigs import CartPoleRig as CartPoleRig
 from .rigs import PendulumRig as PendulumRig
 from .rigs import PotentialPairs as PotentialPairs

@@ -11,12 +11,13 @@ import numpy as np
 
 from ..data.npz import write_npz
 from ..systems.base import AbstractDynamics
-from .rigs import cartpole, pendulum, potential
+from .rigs import cartpole, cartpole_control, pendulum, potential
 
 
 @dataclasses.dataclass(frozen=True)
 class Generator:
-    """A named generator: `recordings` maps each output file stem to its recording tag and duration (s)."""
+    """A named generator: `recordings` maps each output file stem to its recording tag and duration (s);
+    `shipped`: its recordings are in `data/sim` (what `lagnet data verify` and `generate all` cover)."""
 
     name: str
     make: Callable[[int, str, float], tuple[dict[str, np.ndarray], dict[str, Any]]]
@@ -24,10 +25,15 @@ class Generator:
     mapping: dict[str, Any]
     seed: int
     description: str
+    shipped: bool = True
 
 
 def _cartpole(seed, recording, duration):
     return cartpole.CartPoleRig().record(duration, seed=seed, recording=recording)
+
+
+def _cartpole_control(seed, recording, duration):
+    return cartpole_control.CartPoleControlRig().record(duration, seed=seed, recording=recording)
 
 
 def _pendulum(seed, recording, duration):
@@ -50,6 +56,15 @@ GENERATORS: dict[str, Generator] = {
             cartpole.__doc__.splitlines()[0],
         ),
         Generator(
+            "cartpole_control",
+            _cartpole_control,
+            {"cartpole_control_train": ("train", 480.0), "cartpole_control_test": ("test", 120.0)},
+            cartpole_control.MAPPING,
+            2021,
+            cartpole_control.__doc__.splitlines()[0],
+            shipped=False,
+        ),
+        Generator(
             "pendulum",
             _pendulum,
             {"pendulum_train": ("train", 180.0), "pendulum_test": ("test", 60.0)},
@@ -70,6 +85,7 @@ GENERATORS: dict[str, Generator] = {
         ),
     )
 }
+SHIPPED = [name for name, g in GENERATORS.items() if g.shipped]
 
 
 def output_paths(name: str, out: str | os.PathLike) -> list[Path]:
@@ -128,7 +144,12 @@ def generate(
 # Every rig class by the name its recordings carry in `meta["generator"]` (and by its class path today).
 _RIGS = {
     name: rig
-    for rig in (cartpole.CartPoleRig, pendulum.PendulumRig, potential.PotentialPairs)
+    for rig in (
+        cartpole.CartPoleRig,
+        cartpole_control.CartPoleControlRig,
+        pendulum.PendulumRig,
+        potential.PotentialPairs,
+    )
     for name in (rig.GENERATOR, f"{rig.__module__}.{rig.__qualname__}")
 }
 

@@ -1,0 +1,376 @@
+"""A model judged by the controllers built on it, on the simulated true rig (`lagnet evaluate RUN --control`).
+
+For a cart-pole model (its known system `CartPole`), against `CartPoleRig` (heavier cart, Stribeck friction,
+end stops, actuator lag and dead time):
+
+- LQR: the discrete LQR of the model linearised at upright (after `trim`: a learned model's residual need not
+  vanish there), from starts up to ±0.4 rad from upright, on the rig (`closed_loop`, compiled, all starts at once);
+- MPC: the swing-up from hanging (`ProjectedMPC`, L-BFGS projected onto |u| ≤ u_max, a fixed budget of cost
+  evaluations per solve), called from Python per 20 ms sample (`run_controller`), with its solve times;
+  success: within 0.1 rad of upright over the last 2 s, the cart inside the rail throughout;
+- sanity at the operating points: q̈ at rest upright and hanging with no force (zero for the rig), and the
+  linearisation's entries ∂q̈/∂(q, q̇, u) beside the rig's, averaged over small velocities (the rig's smoothed
+  Coulomb friction has a slope of hundreds of N s/m exactly at rest, which no closed loop sees).
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ..integrators import RK4
+from ..simulate import CartPoleRig, closed_loop, rig_sampler, run_controller
+from ..systems import CartPole
+from .dynamics import Dynamics, linearise_averaged, trim
+from .lqr import dlqr
+from .mpc import ProjectedMPC
+
+UPRIGHT = np.array([0.0, np.pi, 0.0, 0.0])
+RAIL = (
+    0.3  # m: success keeps the cart this far from the middle (the rig's end stops are at ±0.36 m)
+)
+HOLD_TOLERANCE = 0.1  # rad
+HOLD_TIME = 2.0  # s
+# The swing-up hands over to the model's LQR within these of upright (rad, rad/s).
+CATCH_ANGLE, CATCH_RATE = 0.3, 3.0
+LQR_Q = np.diag([300.0, 1000.0, 30.0, 10.0])
+LQR_R = np.eye(1)
+# The velocities over which the linearisation's slopes are averaged (m/s, rad/s): a balancing loop's.
+SPREAD = np.array([0.0, 0.0, 0.1, 0.5])
+
+
+def _tilt(phi):
+    """φ − π wrapped to [−π, π)."""
+    return jnp.mod(phi, 2 * jnp.pi) - jnp.pi
+
+
+def _held(xs: np.ndarray, dt: float) -> np.ndarray:
+    """Success per run (xs (..., N + 1, 4)): within HOLD_TOLERANCE of upright for the last HOLD_TIME, the cart
+    inside ±RAIL throughout, everything finite."""
+    last = int(round(HOLD_TIME / dt))
+    tilt = np.abs(np.asarray(_tilt(xs[..., 1])))
+    finite = np.all(np.isfinite(xs), axis=(-2, -1))
+    with np.errstate(invalid="ignore"):
+        return (
+            finite
+            & np.all(tilt[..., -last:] < HOLD_TOLERANCE, axis=-1)
+            & np.all(np.abs(xs[..., 0]) < RAIL, axis=-1)
+        )
+
+
+def upright_lqr(dyn: Dynamics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(K, x*, u*): the discrete LQR (Q = LQR_Q, R = LQR_R) of the model's step linearised at its upright trim."""
+    free = np.array([False, True, False, False])
+    x_eq, u_eq, _ = trim(dyn, jnp.asarray(UPRIGHT), jnp.zeros(1), free)
+    a, b = jax.jacfwd(dyn.step, argnums=(0, 1))(x_eq, u_eq)
+    k, _ = dlqr(a, b, LQR_Q, LQR_R)
+    return k, np.asarray(x_eq), np.asarray(u_eq)
+
+
+def lqr_starts(count: int) -> np.ndarray:
+    """`count` starts at rest, upright tilted by ±0.4 rad at most (evenly, both sides), the cart in the middle."""
+    half = np.linspace(0.4, 0.4 / ((count + 1) // 2), (count + 1) // 2)
+    tilts = np.concatenate([half, -half])[:count]
+    return np.stack([np.zeros(count), np.pi + tilts, np.zeros(count), np.zeros(count)], axis=1)
+
+
+def evaluate_lqr(dyn: Dynamics, rig: CartPoleRig, *, starts: int = 14, seconds: float = 5.0):
+    """LQR designed on the model, run on the rig from `lqr_starts(starts)`: (successes, the runs' states)."""
+    k, x_eq, u_eq = upright_lqr(dyn)
+    k, x_eq, u_eq = (jnp.asarray(v) for v in (k, x_eq, u_eq))
+    limit = rig.force_limit
+
+    def controller(x, memory, _):
+        err = (x - x_eq).at[1].set(_tilt(x[1]) - _tilt(x_eq[1]))
+        return jnp.clip(u_eq - k @ err, -limit, limit), memory, None
+
+    plant, actuator = rig.plant(), rig.actuator()
+    samples = int(round(seconds / rig.dt))
+
+    @jax.jit
+    def run(x0s):
+        def one(x0):
+            return closed_loop(
+                plant,
+                actuator,
+                controller,
+                None,
+                x0,
+                samples=samples,
+                dt=rig.dt,
+                substeps=rig.substeps,
+                throw=False,
+            ).xs
+
+        return jax.vmap(one)(x0s)
+
+    xs = np.asarray(run(jnp.asarray(lqr_starts(starts))))
+    return int(np.sum(_held(xs, rig.dt))), xs
+
+
+def swing_up_cost(rig: CartPoleRig):
+    """(stage, terminal) costs of the swing-up (benchmarks/mpc.py's): the pole's energy towards upright's, the
+    pole up, the cart near the middle with a soft rail at ±0.2 m."""
+    a = rig.length * (0.5 * rig.rod_mass + rig.tip_mass)
+    inertia = rig.length**2 * (rig.rod_mass / 3 + rig.tip_mass)
+    g, u_max = rig.g, rig.force_limit
+
+    def stage(x, u):
+        e = (0.5 * inertia * x[3] ** 2 - g * a * jnp.cos(x[1])) / (g * a) - 1.0
+        rail = jnp.maximum(jnp.abs(x[0]) - 0.2, 0.0)
+        return (
+            (1 + jnp.cos(x[1]))
+            + 0.5 * e**2
+            + 2 * x[0] ** 2
+            + 0.05 * x[2] ** 2
+            + 0.002 * x[3] ** 2
+            + 0.05 * (u[0] / u_max) ** 2
+            + 200 * rail**2
+        )
+
+    def terminal(x):
+        return 10 * (1 + jnp.cos(x[1])) + 2 * x[0] ** 2 + 0.1 * x[2] ** 2 + 0.01 * x[3] ** 2
+
+    return stage, terminal
+
+
+def swing_up_starts(count: int) -> np.ndarray:
+    """Hanging near rest: cart positions spread over ±0.1 m, tilts of ±0.1 rad alternating."""
+    x = np.linspace(-0.1, 0.1, count) if count > 1 else np.zeros(1)
+    tilts = np.where(np.arange(count) % 2 == 0, 0.1, -0.1)
+    return np.stack([x, tilts, np.zeros(count), np.zeros(count)], axis=1)
+
+
+def evaluate_mpc(
+    dyn: Dynamics,
+    rig: CartPoleRig,
+    *,
+    starts: int = 6,
+    seconds: float = 5.0,
+    horizon: int = 30,
+    iterations: int = 10,
+    max_evaluations: int = 16,
+    first_iterations: int = 100,
+    handover: bool = True,
+):
+    """The swing-up MPC on the model, run on the rig from `swing_up_starts(starts)`; returns a dict (success,
+    starts, median_ms and p99_ms of the warm solves, cost: the mean closed-loop Σ l dt, balance: who holds the
+    pole up) and the runs' states.
+
+    With `handover`, the model's upright LQR (`upright_lqr`) takes over within CATCH_ANGLE and CATCH_RATE of
+    upright, the usual swing-up architecture: the swing-up MPC's energy-shaped cost is flat near upright, and on
+    the rig it holds the known model's pole to about 0.1 rad (0.103–0.107 rad over the last 2 s), at the
+    success tolerance."""
+    dyn = Dynamics(dyn.model, dyn.integrator, rig.dt)
+    stage, terminal = swing_up_cost(rig)
+    k_lqr, x_eq, u_eq = (jnp.asarray(v) for v in upright_lqr(dyn))
+    u_max = rig.force_limit
+    lbfgs = optax.lbfgs(
+        linesearch=optax.scale_by_zoom_linesearch(
+            max_linesearch_steps=6, initial_guess_strategy="one"
+        )
+    )
+    mpc = ProjectedMPC(
+        dyn,
+        stage,
+        terminal,
+        horizon=horizon,
+        iterations=iterations,
+        max_evaluations=max_evaluations,
+        u_min=-u_max,
+        u_max=u_max,
+        optimiser=lbfgs,
+    )
+    # The first solve of a run: from a push at the pole's swing frequency (at rest hanging the cost's gradient
+    # vanishes), more iterations and no budget; compiled and timed apart.
+    first = ProjectedMPC(
+        dyn,
+        stage,
+        terminal,
+        horizon=horizon,
+        iterations=first_iterations,
+        u_min=-u_max,
+        u_max=u_max,
+        optimiser=lbfgs,
+    )
+    lags = dyn.history.lags
+    t = rig.dt * np.arange(horizon)
+    plan0 = jnp.asarray((0.3 * u_max * np.sin(2 * np.pi * t / 0.78))[:, None])
+
+    @eqx.filter_jit
+    def solve(mpc, x, plan, past):
+        u, plan, sol = mpc.control(x, plan, past if lags else None)
+        return u, plan, sol.cost
+
+    def controller(y, memory):
+        plan, past, cold = memory
+        y = jnp.asarray(y)
+        u, plan, cost = solve(first if cold else mpc, y, plan, past)
+        if handover and abs(float(_tilt(y[1]))) < CATCH_ANGLE and abs(float(y[3])) < CATCH_RATE:
+            # Near upright the model's LQR balances (the MPC still solves every sample, warm and timed).
+            err = (y - x_eq).at[1].set(_tilt(y[1]))
+            u = u_eq - k_lqr @ err
+        u = jnp.clip(u, -u_max, u_max)
+        past = jnp.concatenate([u[None], past[:-1]]) if lags else past
+        return u, (plan, past, False), cost
+
+    past0 = jnp.zeros((max(lags, 1), dyn.n_inputs))  # unused without an input history
+    samples = int(round(seconds / rig.dt))
+    sampler = rig_sampler(rig)
+    runs, times, costs = [], [], []
+    for x0 in swing_up_starts(starts):
+        # Compile both programs before timing (the cold and the warm solve).
+        for m in (first, mpc):
+            jax.block_until_ready(solve(m, jnp.asarray(x0), plan0, past0))
+        run = run_controller(
+            sampler, controller, (plan0, past0, True), x0, samples=samples, u_limit=u_max
+        )
+        runs.append(run.xs)
+        times.append(run.solve_times[1:])
+        stage_sum = jax.vmap(stage)(jnp.asarray(run.xs[:-1]), jnp.asarray(run.us))
+        costs.append(float(np.sum(np.asarray(stage_sum)) * rig.dt))
+    xs = np.stack(runs)
+    t_ms = 1e3 * np.concatenate(times)
+    t_ms = t_ms[np.isfinite(t_ms)]
+    result = {
+        "balance": "lqr" if handover else "mpc",
+        "success": int(np.sum(_held(xs, rig.dt))),
+        "starts": int(starts),
+        "median_ms": float(np.median(t_ms)),
+        "p99_ms": float(np.percentile(t_ms, 99)),
+        "cost": float(np.mean(costs)),
+    }
+    return result, xs
+
+
+ENTRY_NAMES = ("x", "phi")
+
+
+def operating_points(dyn: Dynamics, rig: CartPoleRig, *, key=None) -> tuple[dict, dict]:
+    """(equilibrium, linearisation): q̈ at rest upright and hanging with u = 0, the model's and the rig's; and
+    the entries of ∂q̈/∂(q, q̇, u) at upright, the model's beside the rig's (averaged over `SPREAD`)."""
+    key = jax.random.key(0) if key is None else key
+    true = Dynamics(rig.plant(), RK4(), rig.dt)
+    zero = jnp.zeros(1)
+    equilibrium = {}
+    for label, x in (("upright", UPRIGHT), ("hanging", np.zeros(4))):
+        qdd = np.asarray(dyn.f(jnp.asarray(x), zero))[2:]
+        equilibrium[label] = {
+            "qdd": [float(v) for v in qdd],
+            "qdd_rig": [float(v) for v in np.asarray(true.f(jnp.asarray(x), zero))[2:]],
+            "norm": float(np.linalg.norm(qdd)),
+        }
+    x_up = jnp.asarray(UPRIGHT)
+    model_ab = linearise_averaged(dyn.f, x_up, zero, jnp.asarray(SPREAD), key=key)
+    rig_ab = linearise_averaged(true.f, x_up, zero, jnp.asarray(SPREAD), key=key)
+    columns = [f"{n}" for n in ENTRY_NAMES] + [f"{n}_dot" for n in ENTRY_NAMES] + ["force"]
+    model_m = np.concatenate([np.asarray(model_ab[0])[2:], np.asarray(model_ab[1])[2:]], axis=1)
+    rig_m = np.concatenate([np.asarray(rig_ab[0])[2:], np.asarray(rig_ab[1])[2:]], axis=1)
+    scale = np.max(np.abs(rig_m), axis=1, keepdims=True)
+    entries = []
+    for i, row in enumerate(ENTRY_NAMES):
+        for j, col in enumerate(columns):
+            m, r = float(model_m[i, j]), float(rig_m[i, j])
+            small = 1e-6 * float(scale[i, 0])
+            # Entries within rounding of zero (relative to the row's largest) count as zero: a sign only
+            # where both are clearly nonzero.
+            zero_m, zero_r = abs(m) <= small, abs(r) <= small
+            same = (zero_m and zero_r) or (not zero_m and not zero_r and np.sign(m) == np.sign(r))
+            entries.append(
+                {
+                    "entry": f"d{row}_ddot/d{col}",
+                    "model": m,
+                    "rig": r,
+                    "same_sign": bool(same),
+                    "ratio": m / r if abs(r) > small else None,
+                }
+            )
+    agree = sum(e["same_sign"] for e in entries)
+    return equilibrium, {"entries": entries, "same_sign": agree, "total": len(entries)}
+
+
+def evaluate_control(
+    dyn: Dynamics,
+    rig: CartPoleRig | None = None,
+    *,
+    lqr_starts_count: int = 14,
+    mpc_starts: int = 6,
+    seconds: float = 5.0,
+    mpc: bool = True,
+    mpc_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """metrics["control"]: {"lqr": {"success", "starts"}, "mpc": {"success", "starts", "median_ms", "p99_ms",
+    "cost", "balance"}, "equilibrium": ..., "linearisation": ...} of a cart-pole model on the rig.
+    `mpc_options`: `evaluate_mpc`'s (horizon, iterations, ...)."""
+    if not isinstance(dyn.system, CartPole):
+        raise ValueError(
+            "evaluate --control: closed-loop evaluation needs a cart-pole model (its rig: "
+            f"lagnet.simulate.CartPoleRig), got a {type(dyn.system).__name__} system"
+        )
+    rig = CartPoleRig() if rig is None else rig
+    success, _ = evaluate_lqr(dyn, rig, starts=lqr_starts_count, seconds=seconds)
+    out: dict[str, Any] = {"lqr": {"success": success, "starts": lqr_starts_count}}
+    if mpc:
+        out["mpc"], _ = evaluate_mpc(
+            dyn, rig, starts=mpc_starts, seconds=seconds, **(mpc_options or {})
+        )
+    out["equilibrium"], out["linearisation"] = operating_points(dyn, rig)
+    return out
+
+
+def control_section(metrics: dict[str, Any]) -> str:
+    """The report.md section of metrics["control"] (markdown)."""
+    c = metrics["control"]
+    lines = ["## Control on the simulated rig", ""]
+    lqr = c["lqr"]
+    lines.append(
+        f"- LQR (designed on the model at upright): {lqr['success']}/{lqr['starts']} starts up to ±0.4 rad "
+        f"held within {HOLD_TOLERANCE} rad for the last {HOLD_TIME:g} s, cart within ±{RAIL} m"
+    )
+    if "mpc" in c:
+        m = c["mpc"]
+        lines.append(
+            f"- MPC swing-up (balanced by the {m['balance'].upper()} near upright): {m['success']}/{m['starts']} "
+            f"starts; solve time median {m['median_ms']:.1f} ms, "
+            f"p99 {m['p99_ms']:.1f} ms; closed-loop cost {m['cost']:.2f}"
+        )
+    for label, e in c["equilibrium"].items():
+        qdd = ", ".join(f"{v:.3g}" for v in e["qdd"])
+        lines.append(f"- q̈ at rest {label}, no force: ({qdd}) (rig: 0); |q̈| = {e['norm']:.3g}")
+    lin = c["linearisation"]
+    lines += [
+        "",
+        f"Linearisation at upright, averaged over small velocities: {lin['same_sign']}/{lin['total']} "
+        "entries with the rig's sign.",
+        "",
+        "| entry | model | rig | same sign |",
+        "|---|---|---|---|",
+    ]
+    for e in lin["entries"]:
+        lines.append(
+            f"| {e['entry']} | {e['model']:.4g} | {e['rig']:.4g} | {'yes' if e['same_sign'] else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def evaluate_run_control(run_dir: str, out: str | None = None, **kwargs) -> dict[str, Any]:
+    """`evaluate_control` of a run's model (`lagnet.load`), merged into OUT/metrics.json under "control" and
+    appended to OUT/report.md (OUT: `out` or RUN_DIR/evaluation); returns the control metrics."""
+    from .load import load
+
+    dyn = load(run_dir)
+    control = evaluate_control(dyn, **kwargs)
+    folder = Path(out) if out else Path(run_dir) / "evaluation"
+    folder.mkdir(parents=True, exist_ok=True)
+    metrics_path = folder / "metrics.json"
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    metrics["control"] = control
+    metrics_path.write_text(json.dumps(metrics, indent=1, sort_keys=True))
+    with open(folder / "report.md", "a") as f:
+        f.write("\n" + control_section(metrics))
+    return control

@@ -13,3 +13,4 @@ from .passive import PassiveFriction as PassiveFriction
 from .pinode import PINODE as PINODE
 from .pinode import start_physics_from as start_physics_from
 from .potential import LearnedPotential as LearnedPotential
+from .prior import physics_prior as physics_prior

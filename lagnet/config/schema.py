@@ -414,7 +414,7 @@ def _amplitude_bins(x):
             or not isinstance(edges, list)
             or len(edges) < 2
             or not all(_is_real(e) and e >= 0 for e in edges)
-            or any(b <= a for a, b in zip(edges, edges[1:]))
+            or any(b <= a for a, b in zip(edges[:-1], edges[1:], strict=True))
         ):
             return (
                 f"entry {name!r} must be a list of at least two increasing edges >= 0 "

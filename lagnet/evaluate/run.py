@@ -17,6 +17,7 @@ from ..models import PINODE, physics_prior
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
 from ..run.files import TMP_PREFIX, sha256_file, writable_folder
+from ..run.load import split_checkpoint_path
 from ..systems.base import AbstractLagrangianDynamics
 from .metrics import (
     amplitudes,
@@ -201,21 +202,25 @@ def coverage(config, system, trajs) -> dict:
     }
 
 
-def checkpoint_sha256(run_dir: str) -> str | None:
-    """The SHA-256 of the checkpoint an evaluation reads (checkpoints/best.eqx), None when it has none."""
-    return sha256_file(os.path.join(run_dir, "checkpoints", "best.eqx"))
+def checkpoint_file(run_dir: str) -> tuple[str, str]:
+    """The run folder and the checkpoint an evaluation of `run_dir` (RUN or RUN/checkpoints/NAME.eqx) reads,
+    relative to the run: (RUN, "checkpoints/NAME.eqx")."""
+    folder, which = split_checkpoint_path(run_dir)
+    return folder, os.path.join("checkpoints", f"{which}.eqx")
 
 
 def stale_evaluation(run_dir: str, metrics: dict) -> str | None:
-    """Why `metrics` no longer describe the run's best checkpoint (trained further since), or None."""
-    recorded = (metrics.get("checkpoint") or {}).get("sha256")
-    current = checkpoint_sha256(run_dir)
-    if recorded is None or current is None or recorded == current:
+    """Why `metrics` no longer describe the checkpoint they name (the run was trained further), or None."""
+    checkpoint = metrics.get("checkpoint") or {}
+    recorded, file = checkpoint.get("sha256"), checkpoint.get("file")
+    if recorded is None or file is None:
+        return None
+    current = sha256_file(os.path.join(run_dir, file))
+    if current is None or recorded == current:
         return None
     return (
-        f"{run_dir}: its evaluation is of an older checkpoints/best.eqx (sha256 {recorded[:12]}…, now "
-        f"{current[:12]}…: the run was trained further, e.g. with --resume); evaluate it again with "
-        f"`lagnet evaluate {run_dir}`"
+        f"{run_dir}: its evaluation is of an older {file} (sha256 {recorded[:12]}…, now {current[:12]}…: "
+        f"the run was trained further, e.g. with --resume); evaluate it again with `lagnet evaluate {run_dir}`"
     )
 
 
@@ -431,7 +436,8 @@ def evaluate_run(
         long_horizon: the long rollout's length, seconds or steps (default the config's `evaluation.long_horizon`).
     """
     # Hashed before loading: the metrics name the checkpoint they were computed from.
-    sha = checkpoint_sha256(run_dir)
+    folder, checkpoint = checkpoint_file(run_dir)
+    sha = sha256_file(os.path.join(folder, checkpoint))
     run = load_run(run_dir)
     model, config, integrator = run.model, run.config, run.integrator
     out_dir = out_dir or os.path.join(run_dir, "evaluation")
@@ -486,7 +492,7 @@ def evaluate_run(
         "integrator": config.integrator.name,
         "system": config.system.name,
         "data": list(paths),
-        "checkpoint": {"file": os.path.join("checkpoints", "best.eqx"), "sha256": sha},
+        "checkpoint": {"file": checkpoint, "sha256": sha},
         "units": system.state_units,
         "windows": len(cut.sources),
         "window_selection": _windows_description(stride, starts, config.seed),
@@ -517,7 +523,7 @@ def evaluate_run(
             ),
         },
         "coverage": coverage(config, system, trajs),
-        **training_notes(run_dir),
+        **training_notes(folder),
     }
 
     bar.update()

@@ -206,14 +206,11 @@ def test_evaluation_reports_prior_regions_and_coverage(run):
     # The prior row is the trained model's own physics: recomputed here on the same windows.
     loaded = load_run(run_dir)
     trajs = load_recordings(loaded.config, loaded.model.system, loaded.config.data.train)
+    cut = cut_windows(trajs, [parse_horizon(10)], count=40, seed=loaded.config.seed)
     again = end_errors(
         {"model": loaded.model, "prior": physics_prior(loaded.model), "bare": PINODE(Pendulum())},
         loaded.integrator,
-        trajs,
-        parse_horizon(10),
-        windows=40,
-        seed=loaded.config.seed,
-        dtype=jnp.float64,
+        cut,
     )
     for n in names:
         assert m["errors"]["physics (prior)"][n]["final_mean"] == pytest.approx(
@@ -233,7 +230,6 @@ def test_evaluation_reports_prior_regions_and_coverage(run):
     everywhere, upright = regions["named"]
     assert everywhere["windows"] == 40
     # Upright: the windows starting within 0.3 of θ = π (modulo 2π), counted here from the same windows.
-    cut = cut_windows(trajs, [parse_horizon(10)], count=40, seed=loaded.config.seed)
     theta0 = np.asarray(cut.windows.q[:, 0, 0])
     expected = int((np.abs(np.mod(theta0 - 3.14159 + np.pi, 2 * np.pi) - np.pi) <= 0.3).sum())
     assert upright["windows"] == expected < 40

@@ -236,13 +236,13 @@ def training_notes(run_dir: str) -> dict:
     return {k: summary[k] for k in ("identification", "fallback") if summary.get(k) is not None}
 
 
-def end_errors(models: dict, integrator, trajs, horizon, *, windows: int, seed: int, dtype) -> dict:
-    """Mean |error| at the end of `windows` random windows (seeded) of `horizon`, per prediction and state
-    variable: {label: {variable: error}} for each model of `models` {label: model}."""
-    h = horizon if isinstance(horizon, Horizon) else parse_horizon(horizon, "horizon")
-    cut = cut_windows(trajs, [h], count=windows, seed=seed, dtype=dtype)
+def end_errors(models: dict, integrators, cut: EvaluationWindows) -> dict:
+    """Mean |error| at the end of each window of `cut` (its first horizon), per prediction and state variable:
+    {label: {variable: error}} for each model of `models` {label: model}, stepped by `integrators` {label:
+    integrator} (or one integrator for all)."""
     out = {}
     for label, model in models.items():
+        integrator = integrators[label] if isinstance(integrators, dict) else integrators
         errs = eqx.filter_jit(window_errors)(model, integrator, cut.windows, model.angles)
         final = horizon_errors(errs, cut.ends[0])[1].mean(0)
         out[label] = dict(zip(model.state_names, final.tolist(), strict=True))

@@ -78,7 +78,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..evaluate.report import format_table
+    from ..evaluate.report import format_table, ratio_table
     from ..evaluate.run import evaluate_run
 
     use_run_precision(args.run_dir)
@@ -94,6 +94,7 @@ def run(args) -> int:
         long_horizon=args.long_horizon,
     )
     print(format_table(metrics))
+    print("\n" + ratio_table(metrics))
     warning = (metrics.get("coverage") or {}).get("warning")
     if warning:
         print(f"lagnet evaluate: warning: {warning}", file=sys.stderr)
@@ -105,7 +106,8 @@ def register_compare(sub) -> None:
     p = sub.add_parser(
         "compare",
         help="put several evaluated runs side by side (one table, one figure)",
-        description="Compare runs on their window errors (evaluating any that have not been evaluated).",
+        description="Compare runs on their window errors (evaluating any that have not been evaluated; an "
+        "evaluation of an older checkpoint than the run's best.eqx is refused: evaluate it again).",
     )
     p.add_argument("run_dirs", nargs="+")
     p.add_argument("--out", help="write comparison.md and comparison.png here")

@@ -1,5 +1,6 @@
 """The printed tables and `report.md` of an evaluation."""
 
+import math
 import os
 
 METRICS = (("", "mean over window"), ("final_", "at horizon"))
@@ -146,6 +147,14 @@ def region_table(metrics: dict) -> str:
     return "\n".join(lines)
 
 
+def _trained_on(v: dict) -> str:
+    if "arc_length" in v:
+        # Angles: the arc of the training angles, its ends wrapped to [−π, π).
+        end = (v["train_high"] + math.pi) % (2 * math.pi) - math.pi
+        return f"trained on the arc from {v['train_low']:.3g} to {end:.3g}, {v['arc_length']:.3g} rad long"
+    return f"trained on [{v['train_low']:.3g}, {v['train_high']:.3g}]"
+
+
 def coverage_line(metrics: dict) -> str:
     """One line: the share of the test states outside the training states' range, and a warning."""
     cov = metrics.get("coverage")
@@ -154,8 +163,7 @@ def coverage_line(metrics: dict) -> str:
     if "error" in cov:
         return f"Coverage: not measured ({cov['error']})."
     parts = ", ".join(
-        f"{k} {100 * v['outside']:.1f} % (trained on [{v['train_low']:.3g}, {v['train_high']:.3g}])"
-        for k, v in cov["variables"].items()
+        f"{k} {100 * v['outside']:.1f} % ({_trained_on(v)})" for k, v in cov["variables"].items()
     )
     line = f"Coverage: share of the {cov['test_states']} test states outside the training states' range: {parts}."
     if cov.get("warning"):

@@ -183,6 +183,9 @@ def coverage(config, system, trajs) -> dict:
             train_states[:, i], test_states[:, i], i < n and system.angles[i]
         )
         per[name] = {"outside": share, "train_low": low, "train_high": high}
+        if i < n and system.angles[i]:
+            # An arc: train_high may exceed π (the arc crosses ±π); its length says how much it covers.
+            per[name]["arc_length"] = high - low
     worst = max(per, key=lambda k: per[k]["outside"])
     outside = [k for k in names if per[k]["outside"] > COVERAGE_WARNING]
     warning = None

@@ -361,7 +361,7 @@ def test_window_errors_of_prior_equal_model_when_the_network_outputs_zero():
 
     plant = _pinode(zero_output=True)
     us = jnp.asarray(np.random.default_rng(0).normal(size=(60, 1)))
-    qs, qds = rollout(plant, RK4(), jnp.array([0.5]), jnp.zeros(1), us, 0.05)
+    qs, qds = eqx.filter_jit(rollout)(plant, RK4(), jnp.array([0.5]), jnp.zeros(1), us, 0.05)
     traj = Trajectory(
         0.05 * np.arange(61),
         np.asarray(qs) + 0.01,
@@ -372,7 +372,8 @@ def test_window_errors_of_prior_equal_model_when_the_network_outputs_zero():
         (True,),
     )
     w = make_windows([traj], 10).all()
-    a = window_errors(plant, RK4(), w, (True,))
-    b = window_errors(physics_prior(plant), RK4(), w, (True,))
+    errors = eqx.filter_jit(window_errors)
+    a = errors(plant, RK4(), w, (True,))
+    b = errors(physics_prior(plant), RK4(), w, (True,))
     assert float(jnp.max(a)) > 1e-3
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -159,6 +159,7 @@ def cross_validate(
     from ..models import physics_prior
     from ..run import load_run, save_json
     from ..run.training import train_run
+    from ..train.fit import TrainingDiverged
 
     configs = [load_config(p) for p in paths]
     names = [c.name for c in configs]
@@ -199,14 +200,23 @@ def cross_validate(
                     file=sys.stderr,
                     flush=True,
                 )
-            train_run(fold_config, run_dir, progress=progress, overwrite=True)
             cut, given, described = reference.get(config, fold_config, files[i])
-            trained = load_run(run_dir)
-            models = {"model": trained.model}
-            physics = physics_prior(trained.model)
-            if physics is not None:
-                models["physics"] = physics
-            errors = end_errors(models, trained.integrator, cut)
+            failed = None
+            try:
+                train_run(fold_config, run_dir, progress=progress, overwrite=True)
+            except TrainingDiverged as e:
+                # One fold that diverges scores as failed (an infinite mean); the other folds still count.
+                failed = str(e)
+            if failed is None:
+                trained = load_run(run_dir)
+                models = {"model": trained.model}
+                physics = physics_prior(trained.model)
+                if physics is not None:
+                    models["physics"] = physics
+                errors = end_errors(models, trained.integrator, cut)
+            else:
+                nan = dict.fromkeys(given, float("nan"))
+                errors = {"model": nan, "physics": nan}
             ratios = {k: _ratios(v, given) for k, v in errors.items()}
             entry["folds"].append(
                 {
@@ -219,11 +229,17 @@ def cross_validate(
                     "errors": {"given physics": given, **errors},
                     "ratios": ratios,
                     "mean_ratio": {k: _mean(r.values()) for k, r in ratios.items()},
+                    "failed": failed,
                 }
             )
             entry["reference"] = described
-            entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
-        candidates = entry["folds"][0]["ratios"].keys()
+            if failed is None:
+                entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
+        if "trained_parameters" not in entry:
+            entry["trained_parameters"] = dict.fromkeys(entry["folds"][0]["ratios"], 0)
+        candidates = [
+            k for k in entry["folds"][0]["ratios"] if all(k in f["ratios"] for f in entry["folds"])
+        ]
         entry["summary"] = {
             k: {
                 "mean": _mean(f["mean_ratio"][k] for f in entry["folds"]),
@@ -295,6 +311,7 @@ def format_cv(report: dict) -> str:
         lines.append(
             "| worst | | " + " | ".join(_cell(e["summary"][k]["worst"]) for k in preds) + " |"
         )
+        lines += [f"fold {f['fold']} failed: {f['failed']}" for f in e["folds"] if f.get("failed")]
     c = report["choice"]
     what = "its trained model" if c["prediction"] == "model" else "its identified physics"
     lines += [

@@ -298,13 +298,17 @@ def test_evaluation_files_are_replaced_as_one_set(run, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         evaluate_run(run_dir, out_dir=out, plots=False, progress=False, windows=10)
     assert {f: open(os.path.join(out, f)).read() for f in before} == before
-    assert not [e for e in os.listdir(tmp) if e.startswith(".tmp-")]
+    assert not [e for e in os.listdir(tmp) if "partial" in e]
+    # A kill -9 leaves the new set in a hidden folder beside the old one; the next evaluation removes it.
+    os.makedirs(os.path.join(tmp, ".once-partial-killed"))
+    open(os.path.join(tmp, ".once-partial-killed", "metrics.json"), "w").close()
     monkeypatch.undo()
     second = evaluate_run(run_dir, out_dir=out, plots=False, progress=False, windows=10)
     assert second["windows"] == 10 != first["windows"]
     with open(os.path.join(out, "metrics.json")) as f:
         assert json.load(f)["windows"] == 10
     assert "10 windows" in open(os.path.join(out, "report.md")).read()
+    assert not [e for e in os.listdir(tmp) if "partial" in e]
     # A folder holding other files is not replaced.
     os.makedirs(os.path.join(tmp, "mine"))
     open(os.path.join(tmp, "mine", "notes.txt"), "w").close()

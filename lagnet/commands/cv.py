@@ -285,8 +285,10 @@ def _cell(x: float) -> str:
 
 def format_cv(report: dict) -> str:
     """The table per fold × state variable of the ratios, each config's mean and worst, and the choice."""
+    references = sorted({e["reference"] for e in report["configs"]})
     lines = [
-        f"Error at {report['horizon']} / that of the physics as given (per state variable; < 1: better):",
+        f"Mean |error| at {report['horizon']} on the held-out recording / that of the physics as given "
+        f"({'; '.join(references)}), per state variable (< 1: better than the given physics):",
     ]
     for e in report["configs"]:
         preds = list(e["summary"])

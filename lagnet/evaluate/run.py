@@ -16,7 +16,7 @@ from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horiz
 from ..models import PINODE, physics_prior
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
-from ..run.files import TMP_PREFIX, sha256_file, writable_folder
+from ..run.files import sha256_file, writable_folder
 from ..run.load import split_checkpoint_path
 from ..systems.base import AbstractLagrangianDynamics
 from .metrics import (
@@ -265,7 +265,17 @@ def _prepare_output(out_dir: str) -> str:
             )
     parent = os.path.dirname(os.path.abspath(out_dir))
     os.makedirs(parent, exist_ok=True)
-    return tempfile.mkdtemp(dir=parent, prefix=f"{TMP_PREFIX}{os.path.basename(out_dir)}-")
+    # What an evaluation killed before it finished left behind: folders of this prefix are only ever ours.
+    prefix = _temporary_prefix(out_dir)
+    for name in os.listdir(parent):
+        if name.startswith(prefix):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    return tempfile.mkdtemp(dir=parent, prefix=prefix)
+
+
+def _temporary_prefix(out_dir: str) -> str:
+    # Not the `.tmp-` of atomic file writes: a run's writer deletes those as files, and these are folders.
+    return f".{os.path.basename(os.path.abspath(out_dir))}-partial-"
 
 
 def _publish(tmp: str, out_dir: str) -> None:
@@ -274,9 +284,7 @@ def _publish(tmp: str, out_dir: str) -> None:
     os.chmod(tmp, 0o777 & ~_umask())
     old = None
     if os.path.lexists(out_dir):
-        old = tempfile.mkdtemp(
-            dir=os.path.dirname(tmp), prefix=f"{TMP_PREFIX}{os.path.basename(out_dir)}-old-"
-        )
+        old = tempfile.mkdtemp(dir=os.path.dirname(tmp), prefix=f"{_temporary_prefix(out_dir)}old-")
         os.rename(out_dir, os.path.join(old, "previous"))
     os.rename(tmp, out_dir)
     if old is not None:

@@ -27,11 +27,13 @@ def register(sub) -> None:
         "whole recordings among them: the next file in order; with two files, the config's own split of the "
         "other) into OUT/<config name>/fold-i, and scores the held-out Fi: the mean |error| at the horizon "
         "per state variable of the trained model and of its identified physics (the model with its network "
-        "removed), each divided by that of the physics as given (the first config's model before training, "
-        "network removed). Prints a table of these ratios per fold and variable, per config the mean over "
-        "folds of the per-fold mean ratio and the worst ratio, and the choice: the lowest mean (ties: the "
-        "simpler, physics before network, fewer trained parameters). Writes OUT/cv.json.",
-        epilog="examples:\n  lagnet cv configs/pendulum_pinode.yaml configs/pendulum_pure_ode.yaml\n"
+        "removed), each divided by that of the physics as given (the model before training, network removed, "
+        "of the first config that holds out that recording; every config is scored on its windows). Prints a "
+        "table of these ratios per fold and variable, per config the mean over folds of the per-fold mean "
+        "ratio and the worst ratio, and the choice: the lowest mean (ties: the simpler, physics before "
+        "network, fewer trained parameters). Writes OUT/cv.json.",
+        epilog="examples:\n  lagnet cv configs/dfki_double_pendulum_pinode.yaml "
+        "configs/dfki_double_pendulum_pure_ode.yaml\n"
         "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --out runs/cv_quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -60,7 +60,7 @@ def test_physics_prior_keeps_friction_and_parameters_and_drops_the_network():
     q, qd, u = jnp.array([0.7]), jnp.array([-1.3]), jnp.array([0.4])
     model = _pinode(zero_output=False)
     prior = physics_prior(model)
-    assert prior.network is None and prior.features is None and prior.output_scale is None
+    assert prior.network is None
     assert eqx.tree_equal(prior.friction, model.friction)
     assert eqx.tree_equal(prior.parameters, model.parameters)
     assert eqx.tree_equal(prior.system, model.system)

@@ -15,6 +15,10 @@ def physics_prior(model: AbstractModel) -> AbstractModel | None:
 
     A learned potential or a black box has no separate physics (their dynamics are the network): None.
     """
+    own = getattr(model, "physics_prior", None)
+    if callable(own):
+        # A model that says what its physics is (`AbstractModel.physics_prior`) is asked.
+        return own()
     if not isinstance(model, PINODE):
         return None
     if model.network is None:

@@ -327,7 +327,12 @@ def test_compare_refuses_a_stale_evaluation_and_evaluate_redoes_it(run, tmp_path
     summary = os.path.join(copy, "summary.json")
     with open(summary) as f:
         s = json.load(f)
-    s["identification"] = {"at_bound": [{"name": "mass", "value": 0.1, "bound": 0.1}]}
+    s["identification"] = {
+        "method": "gauss_newton",
+        "loss_before": 0.5,
+        "loss": 0.02,
+        "at_bound": [{"name": "mass", "value": 0.1, "bound": 0.1, "side": "lower"}],
+    }
     s["fallback"] = "physics"
     with open(summary, "w") as f:
         json.dump(s, f)
@@ -337,7 +342,10 @@ def test_compare_refuses_a_stale_evaluation_and_evaluate_redoes_it(run, tmp_path
 
     assert m["checkpoint"] == {"file": "checkpoints/best.eqx", "sha256": sha256_file(best)}
     report = open(os.path.join(copy, "evaluation", "report.md")).read()
-    assert "- Identification: physical parameters at a bound: mass = 0.1 (bound 0.1)." in report
+    assert (
+        "- Identification (gauss_newton): loss 0.5 → 0.02; physical parameters at a bound: "
+        "mass = 0.1 (lower bound 0.1)" in report
+    )
     assert "- Fallback: training kept the physics model" in report
     compare_runs([copy])  # current: accepted
     # Training went on (as a --resume would): best.eqx now holds another model.

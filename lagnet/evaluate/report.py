@@ -176,15 +176,26 @@ def training_lines(metrics: dict) -> list[str]:
     lines = []
     ident = metrics.get("identification")
     if isinstance(ident, dict):
+        how = f" ({ident['method']})" if ident.get("method") else ""
+        loss = (
+            f"loss {_number(ident['loss_before'])} → {_number(ident['loss'])}; "
+            if isinstance(ident.get("loss_before"), int | float)
+            and isinstance(ident.get("loss"), int | float)
+            else ""
+        )
         at_bound = ident.get("at_bound") or []
         if at_bound:
             listed = ", ".join(
-                f"{b.get('name')} = {_number(b.get('value'))} (bound {_number(b.get('bound'))})"
+                f"{b.get('name')} = {_number(b.get('value'))} "
+                f"({b['side'] + ' ' if b.get('side') else ''}bound {_number(b.get('bound'))})"
                 for b in at_bound
             )
-            lines.append(f"- Identification: physical parameters at a bound: {listed}.")
+            lines.append(
+                f"- Identification{how}: {loss}physical parameters at a bound: {listed} (the data asks "
+                "for a value beyond it)."
+            )
         else:
-            lines.append("- Identification: no physical parameter ended at a bound.")
+            lines.append(f"- Identification{how}: {loss}no physical parameter ended at a bound.")
     fallback = metrics.get("fallback")
     if fallback:
         lines.append(

@@ -10,6 +10,7 @@ _COMMANDS = (
     "lagnet.commands.evaluate",
     "lagnet.commands.data",
     "lagnet.commands.export",
+    "lagnet.commands.cv",
 )
 
 

@@ -215,8 +215,19 @@ def test_evaluate_and_compare_write_their_outputs(runs, tmp_path):
         metrics["errors"]["model"]["theta"]["mean"]
         < metrics["errors"]["hold initial state"]["theta"]["mean"]
     )
+    # A PINODE is measured against its own physics prior; its ratio to it is reported per variable.
+    assert metrics["baseline"] == "physics (prior)"
+    assert metrics["ratio_to_prior"]["theta"]["final"] == pytest.approx(
+        metrics["errors"]["model"]["theta"]["final_mean"]
+        / metrics["errors"]["physics (prior)"]["theta"]["final_mean"]
+    )
     table, rows = compare_runs(runs, str(tmp_path / "cmp"))
     assert "pinode (pinode, rk4)" in table and "blackbox (blackbox, rk4)" in table
+    assert "physics (prior) (pendulum)" in rows and "hold initial state (pendulum)" in rows
+    # A black box has no physics of its own: its baseline stays the known mechanics.
+    with open(os.path.join(runs[1], "evaluation", "metrics.json")) as f:
+        box = json.load(f)
+    assert box["baseline"] == "known physics" and "known physics" in box["errors"]
     assert os.path.exists(tmp_path / "cmp" / "comparison.png")
     assert jax.numpy.isfinite(metrics["long_rollout"]["energy_error_max"])
 

@@ -1,6 +1,7 @@
 """`lagnet evaluate RUN_DIR [--data FILE ...]` and `lagnet compare RUN_DIR ...`."""
 
 import argparse
+import sys
 
 import jax
 
@@ -22,8 +23,10 @@ def register(sub) -> None:
         help="evaluate a trained run: window errors at given horizons, long rollout, figures, report",
         description="Evaluate RUN_DIR on its test data (or --data): the |error| of rollouts from measured states "
         "with the recorded inputs, averaged over each window and at its horizon, per state variable, against the "
-        "known physics alone and holding the initial state; the error against the horizon; a long rollout with "
-        "its energy and reversibility. Writes metrics.json, report.md and PNG figures under RUN_DIR/evaluation "
+        "model's physics prior (its network removed) and holding the initial state, split by the windows' "
+        "initial amplitude and the config's evaluation.regions; the share of test states outside the training "
+        "states' range; the error against the horizon; a long rollout with its energy and reversibility. "
+        "Writes metrics.json, report.md and PNG figures under RUN_DIR/evaluation "
         "(or --out).",
         epilog="examples:\n  lagnet evaluate runs/cartpole_pinode --horizon 0.1s 0.5s 2s\n"
         "  lagnet evaluate RUN --horizon 0.5s --stride 0.25s --data data/other_run.csv\n"
@@ -93,7 +96,7 @@ def run_with_control(args) -> int:
 
 
 def run(args) -> int:
-    from ..evaluate.report import format_table
+    from ..evaluate.report import format_table, ratio_table
     from ..evaluate.run import evaluate_run
 
     use_run_precision(args.run_dir)
@@ -109,6 +112,10 @@ def run(args) -> int:
         long_horizon=args.long_horizon,
     )
     print(format_table(metrics))
+    print("\n" + ratio_table(metrics))
+    warning = (metrics.get("coverage") or {}).get("warning")
+    if warning:
+        print(f"lagnet evaluate: warning: {warning}", file=sys.stderr)
     print("wrote " + ", ".join(metrics["written"]))
     return 0
 
@@ -117,7 +124,8 @@ def register_compare(sub) -> None:
     p = sub.add_parser(
         "compare",
         help="put several evaluated runs side by side (one table, one figure)",
-        description="Compare runs on their window errors (evaluating any that have not been evaluated).",
+        description="Compare runs on their window errors (evaluating any that have not been evaluated; an "
+        "evaluation of an older checkpoint than the run's best.eqx is refused: evaluate it again).",
     )
     p.add_argument("run_dirs", nargs="+")
     p.add_argument("--out", help="write comparison.md and comparison.png here")

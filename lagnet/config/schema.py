@@ -452,6 +452,43 @@ class TrainingConfig(_Section):
         return max([self.horizon] + [h for _, h in self.curriculum])
 
 
+def _amplitude_bins(x):
+    if isinstance(x, int):
+        return None if x >= 1 else "must be >= 1 (bins per state variable) or a mapping of edges"
+    for name, edges in x.items():
+        if (
+            not isinstance(name, str)
+            or not isinstance(edges, list)
+            or len(edges) < 2
+            or not all(_is_real(e) and e >= 0 for e in edges)
+            or any(b <= a for a, b in zip(edges[:-1], edges[1:], strict=True))
+        ):
+            return (
+                f"entry {name!r} must be a list of at least two increasing edges >= 0 "
+                f"(a state variable's name: [edge, edge, ...])"
+            )
+    return None
+
+
+def _regions(x):
+    for name, bounds in x.items():
+        if not isinstance(name, str) or not isinstance(bounds, dict) or not bounds:
+            return (
+                f"entry {name!r} must map a region name to {{variable: [centre, radius]}} "
+                "with at least one variable"
+            )
+        for var, cr in bounds.items():
+            if (
+                not isinstance(var, str)
+                or not isinstance(cr, list)
+                or len(cr) != 2
+                or not all(_is_real(v) for v in cr)
+                or not cr[1] > 0
+            ):
+                return f"entry {name}.{var} = {cr!r} must be [centre, radius] (two numbers, radius > 0)"
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig(_Section):
     windows: int = option(1000, (int,), "number of test windows (the paper: 1000)", positive)
@@ -467,6 +504,20 @@ class EvaluationConfig(_Section):
         (int, str),
         "length of the overlaid long rollout: steps (the paper: 100 = 2 s) or seconds ('2s')",
         _horizon,
+    )
+    amplitude_bins: int | dict = option(
+        3,
+        (int, dict),
+        "errors split by the windows' initial |q| (angles: wrapped distance from 0) and |q̇|: a number of "
+        "equal-count bins per state variable, or {variable: [edge, edge, ...]} (increasing, >= 0)",
+        _amplitude_bins,
+    )
+    regions: dict = option(
+        {},
+        (dict,),
+        "named regions of the state space whose windows are scored apart: {name: {variable: [centre, "
+        "radius]}}, e.g. {near_upright: {phi: [3.14159, 0.3]}} (angles measured modulo 2π)",
+        _regions,
     )
 
 

@@ -9,7 +9,10 @@ from .report import METRICS
 
 
 def load_metrics(run_dir: str, evaluate_missing: bool = True) -> dict:
-    """RUN_DIR/evaluation/metrics.json (evaluating the run first if it has none and `evaluate_missing`)."""
+    """RUN_DIR/evaluation/metrics.json (evaluating the run first if it has none and `evaluate_missing`).
+
+    Refuses metrics of another checkpoint than the run's current best.eqx (the run was trained further since).
+    """
     path = os.path.join(run_dir, "evaluation", "metrics.json")
     if not os.path.exists(path):
         if not evaluate_missing:
@@ -28,6 +31,11 @@ def load_metrics(run_dir: str, evaluate_missing: bool = True) -> dict:
             f"{path}: not an evaluation's metrics ({type(e).__name__}: {e}); "
             f"evaluate the run again with `lagnet evaluate {run_dir}`"
         ) from None
+    from .run import stale_evaluation
+
+    stale = stale_evaluation(run_dir, metrics)
+    if stale:
+        raise ValueError(stale)
     return metrics
 
 
@@ -46,8 +54,9 @@ def compare_runs(
     run_dirs, out_dir: str | None = None, *, baselines: bool = True
 ) -> tuple[str, dict]:
     """Tables of the window errors (mean ± std over windows, per state variable with its unit; one table for the
-    error averaged over each window and one for the error at its horizon), a row per run plus the known-physics
-    and hold-state baselines of each system's first run; with `out_dir`, comparison.md and comparison.png.
+    error averaged over each window and one for the error at its horizon), a row per run plus the physics
+    (the first run's prior, or the known physics) and hold-state baselines of each system's first run; with
+    `out_dir`, comparison.md and comparison.png.
 
     Runs are keyed by their path (two `base` folders stay apart); runs of different systems share the columns
     they have in common and leave the others empty.
@@ -68,7 +77,9 @@ def compare_runs(
         system = m.get("system", "?")
         if baselines and system not in seen_systems:
             seen_systems.add(system)
-            for k in ("known physics", "hold initial state"):
+            for k in (m.get("baseline", "known physics"), "hold initial state"):
+                if k not in m["errors"]:
+                    continue
                 base = f"{k} ({system})" if len(run_dirs) > 1 else k
                 rows[base], horizons[base] = m["errors"][k], horizon
     names = list(dict.fromkeys(n for r in rows.values() for n in r))

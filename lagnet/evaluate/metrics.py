@@ -147,3 +147,62 @@ def valid_prediction_time(errors, scale, tol: float = 0.5):
     exceeded = nrmse > tol
     k = errors.shape[0]
     return jnp.where(jnp.any(exceeded), jnp.argmax(exceeded), k)
+
+
+def amplitudes(q0, qd0, angles) -> np.ndarray:
+    """How far each initial state lies from rest, per state variable: (|q|, |q̇|), shape (W, 2n).
+
+    An angle's amplitude is its wrapped distance from the hanging equilibrium 0 (so 2π − 0.1 counts as 0.1).
+    """
+    q0, qd0 = np.asarray(q0, float), np.asarray(qd0, float)
+    q = np.where(np.asarray(angles, bool), wrap(q0), q0)
+    return np.concatenate([np.abs(q), np.abs(qd0)], axis=-1)
+
+
+def quantile_edges(values, bins: int) -> np.ndarray:
+    """Edges of `bins` bins holding about equally many of `values` (fewer where values repeat)."""
+    edges = np.unique(np.quantile(np.asarray(values, float), np.linspace(0.0, 1.0, bins + 1)))
+    return edges if edges.size > 1 else np.array([edges[0], edges[0]])
+
+
+def in_bin(values, low: float, high: float, last: bool) -> np.ndarray:
+    """low ≤ v < high, the last bin closed on the right so that the largest value is counted."""
+    v = np.asarray(values, float)
+    return (v >= low) & ((v <= high) if last else (v < high))
+
+
+def in_region(states, centres, radii, wrapped) -> np.ndarray:
+    """Which states lie within every radius of the region's centre: |s_i − c_i| ≤ r_i for each listed variable
+    i, with the distance of an angle taken modulo 2π. `states` (W, 2n); `centres`, `radii`, `wrapped` (2n,)
+    with NaN radius for the variables the region does not constrain."""
+    s = np.asarray(states, float)
+    d = s - np.asarray(centres, float)
+    d = np.abs(np.where(np.asarray(wrapped, bool), wrap(d), d))
+    radii = np.asarray(radii, float)
+    return np.all(np.isnan(radii) | (d <= np.nan_to_num(radii, nan=np.inf)), axis=-1)
+
+
+def covered_arc(theta) -> tuple[float, float]:
+    """The shortest arc [start, start + length] (radians, start in [−π, π)) holding every angle of `theta`:
+    the circle less its largest gap between samples."""
+    a = np.sort(wrap(np.asarray(theta, float).ravel()))
+    gaps = np.diff(np.concatenate([a, a[:1] + 2 * np.pi]))
+    i = int(np.argmax(gaps))
+    start = a[(i + 1) % a.size]
+    return float(start), float(2 * np.pi - gaps[i])
+
+
+def outside_share(train, test, is_angle: bool) -> tuple[float, tuple[float, float]]:
+    """The share of `test` values outside the range the `train` values span, and that range (low, high).
+
+    For an angle the range is the shortest arc holding the training angles (`covered_arc`; high may exceed π
+    when the arc crosses ±π), so that states around the upright ±π are not read as a range of 2π.
+    """
+    train, test = np.asarray(train, float).ravel(), np.asarray(test, float).ravel()
+    if is_angle:
+        start, length = covered_arc(train)
+        # A tolerance of rounding: the training set's own end points are inside.
+        outside = wrap(test - start, 0.0) > length + 1e-9
+        return float(outside.mean()), (start, start + length)
+    low, high = float(train.min()), float(train.max())
+    return float(((test < low) | (test > high)).mean()), (low, high)

@@ -1,5 +1,6 @@
 """The printed tables and `report.md` of an evaluation."""
 
+import math
 import os
 
 METRICS = (("", "mean over window"), ("final_", "at horizon"))
@@ -86,6 +87,132 @@ def _long_rollout(lr: dict) -> list[str]:
     return out
 
 
+def _number(x) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def ratio_table(metrics: dict) -> str:
+    """model / baseline per state variable at each horizon (of the mean over the window and at its end)."""
+    horizons = [h for h in metrics.get("horizons") or [] if "ratio_to_prior" in h]
+    if not horizons:
+        return ""
+    names = list(horizons[0]["ratio_to_prior"])
+    base = metrics.get("baseline", "known physics")
+    lines = [
+        f"Error ratio model / {base} per state variable (< 1: the learned parts help; > 1: the model is "
+        "worse than its physics), of the mean |error| over the window and of the |error| at its horizon:",
+        "",
+        "| horizon | metric | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for h in horizons:
+        r = h["ratio_to_prior"]
+        for key, metric in (("mean", "mean over window"), ("final", "at horizon")):
+            cells = [_number(r[n][key]) for n in names]
+            lines.append(f"| {h['label']} | {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _region_row(where: str, e: dict, names) -> str:
+    cells = []
+    for n in names:
+        m, p = (e["model"] or {}).get(n), (e["prior"] or {}).get(n)
+        ratio = m / p if m is not None and p else None
+        cells.append(f"{_number(m)} / {_number(p)} ({_number(ratio)})")
+    return f"| {where} | {e['windows']} | " + " | ".join(cells) + " |"
+
+
+def region_table(metrics: dict) -> str:
+    """End-of-window errors of the model and its baseline by the windows' initial amplitude and by the
+    config's named regions."""
+    regions = metrics.get("regions")
+    if not regions:
+        return ""
+    names = list(metrics["errors"]["model"])
+    base = metrics.get("baseline", "known physics")
+    lines = [
+        f"Errors by region of the windows' initial state at {regions['horizon']}: mean |error| at the horizon of "
+        f"the model / {base} (ratio), per state variable. Amplitude bins are of |q| (angles: the wrapped "
+        "distance from the hanging position 0) and |q̇| at the window's start:",
+        "",
+        "| region | windows | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for e in regions.get("amplitude", []):
+        where = f"\\|{e['variable']}\\| in [{e['low']:.3g}, {e['high']:.3g}]"
+        lines.append(_region_row(where, e, names))
+    for e in regions.get("named", []):
+        bounds = ", ".join(f"{k} {c:g} ± {r:g}" for k, (c, r) in e["bounds"].items())
+        lines.append(_region_row(f"{e['name']} ({bounds})", e, names))
+    return "\n".join(lines)
+
+
+def _trained_on(v: dict) -> str:
+    if "arc_length" in v:
+        # Angles: the arc of the training angles, its ends wrapped to [−π, π).
+        end = (v["train_high"] + math.pi) % (2 * math.pi) - math.pi
+        return f"trained on the arc from {v['train_low']:.3g} to {end:.3g}, {v['arc_length']:.3g} rad long"
+    return f"trained on [{v['train_low']:.3g}, {v['train_high']:.3g}]"
+
+
+def coverage_line(metrics: dict) -> str:
+    """One line: the share of the test states outside the training states' range, and a warning."""
+    cov = metrics.get("coverage")
+    if not cov:
+        return ""
+    if "error" in cov:
+        return f"Coverage: not measured ({cov['error']})."
+    parts = ", ".join(
+        f"{k} {100 * v['outside']:.1f} % ({_trained_on(v)})" for k, v in cov["variables"].items()
+    )
+    line = f"Coverage: share of the {cov['test_states']} test states outside the training states' range: {parts}."
+    if cov.get("warning"):
+        line += f" **Warning: {cov['warning']}.**"
+    return line
+
+
+def training_lines(metrics: dict) -> list[str]:
+    """What training reported about the physics (summary.json's `identification` and `fallback`)."""
+    lines = []
+    ident = metrics.get("identification")
+    if isinstance(ident, dict):
+        how = f" ({ident['method']})" if ident.get("method") else ""
+        loss = (
+            f"loss {_number(ident['loss_before'])} → {_number(ident['loss'])}; "
+            if isinstance(ident.get("loss_before"), int | float)
+            and isinstance(ident.get("loss"), int | float)
+            else ""
+        )
+        at_bound = ident.get("at_bound") or []
+        if at_bound:
+            listed = ", ".join(
+                f"{b.get('name')} = {_number(b.get('value'))} "
+                f"({b['side'] + ' ' if b.get('side') else ''}bound {_number(b.get('bound'))})"
+                for b in at_bound
+            )
+            lines.append(
+                f"- Identification{how}: {loss}physical parameters at a bound: {listed} (the data asks "
+                "for a value beyond it)."
+            )
+        else:
+            lines.append(f"- Identification{how}: {loss}no physical parameter ended at a bound.")
+    fallback = metrics.get("fallback")
+    if fallback:
+        lines.append(
+            f"- Fallback: training kept the {fallback} model (the learned residual did not beat it)."
+        )
+    return lines
+
+
+def _baseline_text(label: str) -> str:
+    if label == "physics (prior)":
+        return (
+            "the model's physics prior (its mechanics with the learned parameters and friction, its network "
+            "removed)"
+        )
+    return "the known physics alone (the mechanics without learned parts)"
+
+
 def write_report(metrics: dict, figures: dict, path: str) -> str:
     folder = os.path.dirname(path)
     lines = [
@@ -93,11 +220,16 @@ def write_report(metrics: dict, figures: dict, path: str) -> str:
         "",
         f"Model `{metrics['model_type']}` with the `{metrics['integrator']}` integrator, on "
         f"{', '.join(metrics['data'])}; {metrics['windows']} {metrics.get('window_selection', 'windows')}. "
-        "Errors are absolute (angles compared modulo 2π), in the units of each column; the baselines are the "
-        "known physics alone (the model without its learned parts) and holding the initial state.",
+        "Errors are absolute (angles compared modulo 2π), in the units of each column; the baselines are "
+        + _baseline_text(metrics.get("baseline", "known physics"))
+        + " and holding the initial state.",
         "",
+        *([coverage_line(metrics), ""] if metrics.get("coverage") else []),
+        *([*training_lines(metrics), ""] if training_lines(metrics) else []),
         format_table(metrics),
         "",
+        *([ratio_table(metrics), ""] if ratio_table(metrics) else []),
+        *([region_table(metrics), ""] if region_table(metrics) else []),
         *_long_rollout(metrics["long_rollout"]),
         "",
     ]

@@ -1,7 +1,10 @@
 """`lagnet evaluate`: window errors at one or several horizons (the paper's Figure 4), the error against the
 horizon, a long rollout (Figure 3) with its physics, figures and a report."""
 
+import json
 import os
+import shutil
+import tempfile
 
 import equinox as eqx
 import jax
@@ -10,15 +13,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horizon
-from ..models import PINODE
+from ..models import PINODE, physics_prior
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
-from ..run.files import writable_folder
+from ..run.files import sha256_file, writable_folder
+from ..run.load import split_checkpoint_path
 from ..systems.base import AbstractLagrangianDynamics
 from .metrics import (
+    amplitudes,
     energy_error,
     error_versus_time,
     hold_errors,
+    horizon_errors,
+    in_bin,
+    in_region,
+    outside_share,
+    quantile_edges,
     reversibility_error,
     state_abs_error,
     summarise_errors,
@@ -44,13 +54,248 @@ def check_writable(folder: str, what: str) -> None:
         ) from None
 
 
-def window_error_samples(model, known_model, integrator, windows, angles) -> dict:
-    """Per-window |error| (W, k, 2n) of the model, of the known physics alone and of holding the initial state."""
+PRIOR = "physics (prior)"
+KNOWN = "known physics"
+HOLD = "hold initial state"
+# What `evaluate_run` writes: an output folder holding anything else is not replaced.
+OUTPUTS = (
+    "metrics.json",
+    "report.md",
+    "window_errors.png",
+    "error_vs_horizon.png",
+    "long_rollout.png",
+    "phase_portrait.png",
+    "energy.png",
+    "learned_force.png",
+)
+COVERAGE_WARNING = 0.05
+
+
+def baseline(model, input_history: int = 0) -> tuple[str, object]:
+    """The physics a model is measured against, with its label: the model's own prior (`physics_prior`: its
+    friction and learned parameters kept, its network removed), or for a model without physics of its own the
+    known mechanics alone, fed the same (history-extended) inputs."""
+    prior = physics_prior(model)
+    if prior is not None:
+        return PRIOR, prior
+    return KNOWN, PINODE(model.system, input_history=input_history)
+
+
+def window_error_samples(model, base, integrator, windows, angles) -> dict:
+    """Per-window |error| (W, k, 2n) of the model, of its baseline physics and of holding the initial state.
+    `base` is (label, model) as from `baseline`."""
+    label, physics = base
     return {
         "model": eqx.filter_jit(window_errors)(model, integrator, windows, angles),
-        "known physics": eqx.filter_jit(window_errors)(known_model, integrator, windows, angles),
-        "hold initial state": hold_errors(windows, angles),
+        label: eqx.filter_jit(window_errors)(physics, integrator, windows, angles),
+        HOLD: hold_errors(windows, angles),
     }
+
+
+def ratios(errors: dict, label: str) -> dict:
+    """model / baseline per state variable, of the mean error over the window and of the error at its end
+    (< 1: the learned parts help; non-finite where the baseline's error is 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {
+            n: {
+                key: float(np.float64(errors["model"][n][m]) / errors[label][n][m])
+                for key, m in (("mean", "mean"), ("final", "final_mean"))
+            }
+            for n in errors["model"]
+        }
+
+
+def _mean_per_variable(final, mask, names) -> dict | None:
+    if not mask.any():
+        return None
+    return dict(zip(names, final[mask].mean(0).tolist(), strict=True))
+
+
+def region_errors(errs: dict, ends, q0, qd0, names, angles, *, bins, regions, label) -> dict:
+    """End-of-window errors of the model and its baseline, split by the windows' initial state.
+
+    - `amplitude`: per state variable, bins of its initial |q| (an angle's wrapped distance from 0) or |q̇|:
+      `bins` equal-count bins, or {variable: edges};
+    - `named`: the config's `evaluation.regions` {name: {variable: [centre, radius]}}.
+
+    Each entry gives the window count and the mean |error| at the horizon per state variable (None when empty).
+    """
+    final = {k: horizon_errors(errs[k], ends)[1] for k in ("model", label)}
+    amp = amplitudes(q0, qd0, angles)
+    names = list(names)
+    unknown = [v for v in (bins if isinstance(bins, dict) else {}) if v not in names]
+    if unknown:
+        raise ValueError(
+            f"evaluation.amplitude_bins: no state variable {unknown[0]!r} (the system's: {names})"
+        )
+
+    def entry(mask, **where):
+        return {
+            **where,
+            "windows": int(mask.sum()),
+            "model": _mean_per_variable(final["model"], mask, names),
+            "prior": _mean_per_variable(final[label], mask, names),
+        }
+
+    amplitude = []
+    for i, name in enumerate(names):
+        if isinstance(bins, dict) and name not in bins:
+            continue
+        edges = (
+            np.asarray(bins[name], float)
+            if isinstance(bins, dict)
+            else quantile_edges(amp[:, i], bins)
+        )
+        for j in range(len(edges) - 1):
+            low, high = float(edges[j]), float(edges[j + 1])
+            mask = in_bin(amp[:, i], low, high, last=j == len(edges) - 2)
+            amplitude.append(entry(mask, variable=name, low=low, high=high))
+    named = []
+    wrapped = np.concatenate([np.asarray(angles, bool), np.zeros(len(angles), bool)])
+    states = np.concatenate([np.asarray(q0, float), np.asarray(qd0, float)], axis=-1)
+    for region, bounds in regions.items():
+        centres, radii = np.zeros(len(names)), np.full(len(names), np.nan)
+        for var, (centre, radius) in bounds.items():
+            if var not in names:
+                raise ValueError(
+                    f"evaluation.regions.{region}.{var}: no state variable {var!r} "
+                    f"(the system's: {names})"
+                )
+            centres[names.index(var)], radii[names.index(var)] = centre, radius
+        mask = in_region(states, centres, radii, wrapped)
+        named.append(entry(mask, name=region, bounds={k: list(v) for k, v in bounds.items()}))
+    return {"amplitude": amplitude, "named": named}
+
+
+def coverage(config, system, trajs) -> dict:
+    """The share of the evaluation's states outside the range of the training states, per state variable
+    (the training files' samples; an angle's range is the shortest arc holding them)."""
+    try:
+        train = load_recordings(config, system, config.data.train)
+    except (OSError, ValueError) as e:
+        return {"error": f"the training data could not be read: {e}"}
+    names, n = system.state_names, system.n_dof
+    train_states = np.concatenate([np.concatenate([t.q, t.qd], 1) for t in train])
+    test_states = np.concatenate([np.concatenate([t.q, t.qd], 1) for t in trajs])
+    per = {}
+    for i, name in enumerate(names):
+        share, (low, high) = outside_share(
+            train_states[:, i], test_states[:, i], i < n and system.angles[i]
+        )
+        per[name] = {"outside": share, "train_low": low, "train_high": high}
+        if i < n and system.angles[i]:
+            # An arc: train_high may exceed π (the arc crosses ±π); its length says how much it covers.
+            per[name]["arc_length"] = high - low
+    worst = max(per, key=lambda k: per[k]["outside"])
+    outside = [k for k in names if per[k]["outside"] > COVERAGE_WARNING]
+    warning = None
+    if outside:
+        warning = (
+            "the evaluation data leave the training states' range: "
+            + ", ".join(f"{k} {100 * per[k]['outside']:.1f} %" for k in outside)
+            + f" of the test states (over {100 * COVERAGE_WARNING:g} %): errors there measure "
+            "extrapolation"
+        )
+    return {
+        "train_data": list(config.data.train),
+        "test_states": int(test_states.shape[0]),
+        "variables": per,
+        "worst": worst,
+        "warning": warning,
+    }
+
+
+def checkpoint_file(run_dir: str) -> tuple[str, str]:
+    """The run folder and the checkpoint an evaluation of `run_dir` (RUN or RUN/checkpoints/NAME.eqx) reads,
+    relative to the run: (RUN, "checkpoints/NAME.eqx")."""
+    folder, which = split_checkpoint_path(run_dir)
+    return folder, os.path.join("checkpoints", f"{which}.eqx")
+
+
+def stale_evaluation(run_dir: str, metrics: dict) -> str | None:
+    """Why `metrics` no longer describe the checkpoint they name (the run was trained further), or None."""
+    checkpoint = metrics.get("checkpoint") or {}
+    recorded, file = checkpoint.get("sha256"), checkpoint.get("file")
+    if recorded is None or file is None:
+        return None
+    current = sha256_file(os.path.join(run_dir, file))
+    if current is None or recorded == current:
+        return None
+    return (
+        f"{run_dir}: its evaluation is of an older {file} (sha256 {recorded[:12]}…, now {current[:12]}…: "
+        f"the run was trained further, e.g. with --resume); evaluate it again with `lagnet evaluate {run_dir}`"
+    )
+
+
+def training_notes(run_dir: str) -> dict:
+    """What summary.json says of the physics' identification and of a fallback to the physics, when present."""
+    try:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            summary = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(summary, dict):
+        return {}
+    return {k: summary[k] for k in ("identification", "fallback") if summary.get(k) is not None}
+
+
+def end_errors(models: dict, integrators, cut: EvaluationWindows) -> dict:
+    """Mean |error| at the end of each window of `cut` (its first horizon), per prediction and state variable:
+    {label: {variable: error}} for each model of `models` {label: model}, stepped by `integrators` {label:
+    integrator} (or one integrator for all)."""
+    out = {}
+    for label, model in models.items():
+        integrator = integrators[label] if isinstance(integrators, dict) else integrators
+        errs = eqx.filter_jit(window_errors)(model, integrator, cut.windows, model.angles)
+        final = horizon_errors(errs, cut.ends[0])[1].mean(0)
+        out[label] = dict(zip(model.state_names, final.tolist(), strict=True))
+    return out
+
+
+def _prepare_output(out_dir: str) -> str:
+    """A new temporary folder next to `out_dir` for the evaluation's files (refusing an `out_dir` that holds
+    files the evaluation does not write: they would be replaced with it)."""
+    check_writable(out_dir, "the evaluation")
+    if os.path.isdir(out_dir):
+        foreign = sorted(e for e in os.listdir(out_dir) if e not in OUTPUTS)
+        if foreign:
+            raise ValueError(
+                f"{out_dir} holds files that an evaluation does not write ({', '.join(foreign[:5])}): the "
+                "evaluation replaces its folder as a whole, so give --out a new or empty folder"
+            )
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    # What an evaluation killed before it finished left behind: folders of this prefix are only ever ours.
+    prefix = _temporary_prefix(out_dir)
+    for name in os.listdir(parent):
+        if name.startswith(prefix):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+    return tempfile.mkdtemp(dir=parent, prefix=prefix)
+
+
+def _temporary_prefix(out_dir: str) -> str:
+    # Not the `.tmp-` of atomic file writes: a run's writer deletes those as files, and these are folders.
+    return f".{os.path.basename(os.path.abspath(out_dir))}-partial-"
+
+
+def _publish(tmp: str, out_dir: str) -> None:
+    """Put the folder `tmp` in the place of `out_dir` by renames: a kill at any moment leaves either the old
+    evaluation or the new one whole under `out_dir` (or, between the two renames, none), never a mix."""
+    os.chmod(tmp, 0o777 & ~_umask())
+    old = None
+    if os.path.lexists(out_dir):
+        old = tempfile.mkdtemp(dir=os.path.dirname(tmp), prefix=f"{_temporary_prefix(out_dir)}old-")
+        os.rename(out_dir, os.path.join(old, "previous"))
+    os.rename(tmp, out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    # The umask can only be read by setting it; it is restored at once.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def horizon_metrics(errs: dict, cut: EvaluationWindows, names) -> list[dict]:
@@ -72,11 +317,11 @@ def horizon_metrics(errs: dict, cut: EvaluationWindows, names) -> list[dict]:
     return out
 
 
-def long_rollout(model, known_model, integrator, w, spread, names, angles) -> tuple[dict, dict]:
+def long_rollout(model, base_model, integrator, w, spread, names, angles) -> tuple[dict, dict]:
     """A longer rollout from a measured state (the paper's Figure 3) and its physics: (metrics, traces)."""
     roll = eqx.filter_jit(rollout_solution)
     sol = roll(model, integrator, w.q[0], w.qd[0], w.u, w.dt)
-    known = roll(known_model, integrator, w.q[0], w.qd[0], w.u, w.dt)
+    known = roll(base_model, integrator, w.q[0], w.qd[0], w.u, w.dt)
     err = state_abs_error(sol.qs[1:], sol.qds[1:], w.q[1:], w.qd[1:], angles)
     t = np.cumsum(np.concatenate([[0.0], np.asarray(w.dt)]))
     vpt = int(valid_prediction_time(err, jnp.where(spread > 0, spread, 1.0), tol=0.5))
@@ -145,7 +390,7 @@ def write_figures(metrics, errs, cut, traces, w, model, trajs, out_dir) -> dict:
             t,
             q,
             qd,
-            {labels["model"]: (sol.qs, sol.qds), "known physics": (known.qs, known.qds)},
+            {labels["model"]: (sol.qs, sol.qds), metrics["baseline"]: (known.qs, known.qds)},
             units,
             os.path.join(out_dir, "long_rollout.png"),
         ),
@@ -201,11 +446,13 @@ def evaluate_run(
         starts: windows starting at these times (seconds from each recording's start).
         long_horizon: the long rollout's length, seconds or steps (default the config's `evaluation.long_horizon`).
     """
+    # Hashed before loading: the metrics name the checkpoint they were computed from.
+    folder, checkpoint = checkpoint_file(run_dir)
+    sha = sha256_file(os.path.join(folder, checkpoint))
     run = load_run(run_dir)
     model, config, integrator = run.model, run.config, run.integrator
     out_dir = out_dir or os.path.join(run_dir, "evaluation")
     check_writable(out_dir, "the evaluation")
-    os.makedirs(out_dir, exist_ok=True)
     ec = config.evaluation
     horizons = [
         h if isinstance(h, Horizon) else parse_horizon(h, "horizon")
@@ -239,13 +486,15 @@ def evaluate_run(
         dtype=dtype,
     )
     names, angles = system.state_names, system.angles
-    # The known mechanics alone, fed the same (history-extended) inputs as the model.
-    known_model = PINODE(system, input_history=config.model.input_history)
+    base = baseline(model, config.model.input_history)
+    label = base[0]
 
     bar.update()
     bar.set_postfix_str("window errors")
-    errs = window_error_samples(model, known_model, integrator, cut.windows, angles)
+    errs = window_error_samples(model, base, integrator, cut.windows, angles)
     per_horizon = horizon_metrics(errs, cut, names)
+    for h in per_horizon:
+        h["ratio_to_prior"] = ratios(h["errors"], label)
     # Every prediction's curve on the same time grid (it depends only on the windows' times).
     curves = {k: error_versus_time(v, cut.elapsed, cut.lengths) for k, v in errs.items()}
     metrics = {
@@ -254,12 +503,15 @@ def evaluate_run(
         "integrator": config.integrator.name,
         "system": config.system.name,
         "data": list(paths),
+        "checkpoint": {"file": checkpoint, "sha256": sha},
         "units": system.state_units,
         "windows": len(cut.sources),
         "window_selection": _windows_description(stride, starts, config.seed),
+        "baseline": label,
         # The first horizon's errors stay at the top level (what `lagnet compare` and older readers use).
         "horizon": per_horizon[0]["label"],
         "errors": per_horizon[0]["errors"],
+        "ratio_to_prior": per_horizon[0]["ratio_to_prior"],
         "horizons": per_horizon,
         "error_vs_time": {
             "t": curves["model"][0].tolist(),
@@ -267,6 +519,22 @@ def evaluate_run(
                 k: dict(zip(names, mean.T.tolist(), strict=True)) for k, (_, mean) in curves.items()
             },
         },
+        "regions": {
+            "horizon": per_horizon[0]["label"],
+            **region_errors(
+                errs,
+                cut.ends[0],
+                cut.windows.q[:, 0],
+                cut.windows.qd[:, 0],
+                names,
+                angles,
+                bins=ec.amplitude_bins,
+                regions=ec.regions,
+                label=label,
+            ),
+        },
+        "coverage": coverage(config, system, trajs),
+        **training_notes(folder),
     }
 
     bar.update()
@@ -275,20 +543,28 @@ def evaluate_run(
     w = jax.tree_util.tree_map(lambda x: x[0], long_cut.windows)
     spread = jnp.concatenate([jnp.std(cut.windows.q[:, 0], 0), jnp.std(cut.windows.qd[:, 0], 0)])
     metrics["long_rollout"], traces = long_rollout(
-        model, known_model, integrator, w, spread, names, angles
+        model, base[1], integrator, w, spread, names, angles
     )
     metrics["long_rollout"]["start"] = long_cut.sources[0]
-    save_json(os.path.join(out_dir, "metrics.json"), metrics)
-    bar.update()
-    figures = {}
-    if plots:
-        bar.set_postfix_str("figures")
-        figures = write_figures(metrics, errs, cut, traces, w, model, trajs, out_dir)
-    from .report import write_report
+    # Every file goes to a new folder that then takes the place of the old one: a killed evaluation never
+    # leaves new metrics beside an old report or old figures.
+    tmp = _prepare_output(out_dir)
+    try:
+        save_json(os.path.join(tmp, "metrics.json"), metrics)
+        bar.update()
+        figures = {}
+        if plots:
+            bar.set_postfix_str("figures")
+            figures = write_figures(metrics, errs, cut, traces, w, model, trajs, tmp)
+        from .report import write_report
 
-    write_report(metrics, figures, os.path.join(out_dir, "report.md"))
+        write_report(metrics, figures, os.path.join(tmp, "report.md"))
+        _publish(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     bar.update()
     bar.close()
+    figures = {k: os.path.join(out_dir, os.path.basename(v)) for k, v in figures.items()}
     metrics["written"] = [os.path.join(out_dir, f) for f in ("metrics.json", "report.md")] + list(
         figures.values()
     )

@@ -13,4 +13,5 @@ from .passive import PassiveFriction as PassiveFriction
 from .pinode import PINODE as PINODE
 from .pinode import start_physics_from as start_physics_from
 from .potential import LearnedPotential as LearnedPotential
+from .prior import physics_prior as physics_prior
 from .region import TrainingRegion as TrainingRegion

@@ -112,7 +112,13 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         """The physics alone: this model without its network (friction and learned parameters kept)."""
         if self.network is None:
             return self
-        return eqx.tree_at(lambda m: m.network, self, None)
+        # `is_leaf` lets tree_at write None over the parts that serve only the network.
+        return eqx.tree_at(
+            lambda m: (m.network, m.features, m.output_scale, m.region),
+            self,
+            (None, None, None, None),
+            is_leaf=lambda x: x is None,
+        )
 
     def with_physics_trainable(self, trainable: bool) -> "PINODE":
         """This model with its physics (friction and learned parameters) trainable or frozen.

@@ -24,6 +24,7 @@ import numpy as np
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
+from ..systems.friction import AbstractFriction
 from ..systems.parameters import Bounded
 from .loss import StateLoss, as_batch, window_rollout
 
@@ -62,22 +63,41 @@ def physical_vector(model: AbstractModel) -> tuple[np.ndarray, np.ndarray, np.nd
 
 def physical_names(model: AbstractModel) -> list[str]:
     """A name for each entry of θ (as `physical_vector` orders them): "friction.coulomb.x", "parameters.m1", …"""
-    leaves = jax.tree_util.tree_flatten_with_path(model, is_leaf=_is_bounded)[0]
-    paths = [jax.tree_util.keystr(path) for path, x in leaves if _is_bounded(x)]
+
+    def is_node(x):
+        return _is_bounded(x) or isinstance(x, AbstractFriction)
+
+    leaves = jax.tree_util.tree_flatten_with_path(model, is_leaf=is_node)[0]
+    # Each friction model names its coefficients by term and coordinate (its `on`), in its own tree order.
+    names_of = {}
+    for path, x in leaves:
+        if isinstance(x, AbstractFriction):
+            inner = jax.tree_util.tree_flatten_with_path(x, is_leaf=_is_bounded)[0]
+            where = {id(b): k for k, b in x.coefficients.items()}
+            for sub, b in inner:
+                term = where.get(id(b))
+                if term is not None:
+                    coords = [model.coordinate_names[j] for j in x.on[term]]
+                    names_of[jax.tree_util.keystr(path + sub)] = [
+                        f"friction.{term}.{c}" for c in coords
+                    ]
+    paths = [
+        jax.tree_util.keystr(p)
+        for p, x in jax.tree_util.tree_flatten_with_path(model, is_leaf=_is_bounded)[0]
+        if _is_bounded(x)
+    ]
     nodes = _bounded_nodes(model)
-    friction = getattr(model, "friction", None)
-    on = getattr(friction, "on", {}) if friction is not None else {}
     names = []
     for i in _trained_bounded(model):
-        path = paths[i].replace("[", ".").replace("]", "").replace("'", "")
-        term = next((t for t in on if path.startswith(".friction") and t in path), None)
         size = nodes[i].raw.size
-        if term is not None and len(on[term]) == size:
-            names += [f"friction.{term}.{model.coordinate_names[j]}" for j in on[term]]
+        plain = paths[i].replace("[", ".").replace("]", "").replace("'", "").lstrip(".")
+        given = names_of.get(paths[i])
+        if given is not None and len(given) == size:
+            names += given
         elif size == 1:
-            names.append(path.lstrip("."))
+            names.append(plain)
         else:
-            names += [f"{path.lstrip('.')}[{j}]" for j in range(size)]
+            names += [f"{plain}[{j}]" for j in range(size)]
     return names
 
 

@@ -1,0 +1,340 @@
+"""`lagnet cv CONFIG [CONFIG ...]`: leave-one-run-out cross-validation of configs, and the choice among them.
+
+For a config whose `data.train` names the recordings F1..Fk, fold i trains on the others and is scored on Fi, which
+neither training, early stopping nor checkpoint selection sees. Scores are end-of-window errors per state variable,
+divided by those of the physics as given (the first config's model before training, its network removed), so that
+coordinates of different units average fairly and 1 means "no better than the prior the user wrote down".
+"""
+
+import argparse
+import os
+import sys
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# Two candidates whose scores differ by less than this (relative) tie; the simpler is chosen.
+TIE = 1e-9
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "cv",
+        help="leave-one-run-out cross-validation of one or more configs, and the choice among them",
+        description="For each CONFIG with training files F1..Fk, fold i trains on the others (validating on "
+        "whole recordings among them: the next file in order; with two files, the config's own split of the "
+        "other) into OUT/<config name>/fold-i, and scores the held-out Fi: the mean |error| at the horizon "
+        "per state variable of the trained model and of its identified physics (the model with its network "
+        "removed), each divided by that of the physics as given (the model before training, network removed, "
+        "of the first config that holds out that recording; every config is scored on its windows). Prints a "
+        "table of these ratios per fold and variable, per config the mean over folds of the per-fold mean "
+        "ratio and the worst ratio, and the choice: the lowest mean (ties: the simpler, physics before "
+        "network, fewer trained parameters). Writes OUT/cv.json.",
+        epilog="examples:\n  lagnet cv configs/dfki_double_pendulum_pinode.yaml "
+        "configs/dfki_double_pendulum_pure_ode.yaml\n"
+        "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --out runs/cv_quick",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("configs", nargs="+", metavar="CONFIG", help="YAML config files")
+    p.add_argument(
+        "--folds",
+        metavar="F1,F3",
+        help="only these folds: the held-out files by position (F1 or 1 is data.train's first) or "
+        "file name, comma-separated (default: all)",
+    )
+    p.add_argument(
+        "--epochs", type=int, metavar="N", help="training.epochs for every fold (quick runs)"
+    )
+    p.add_argument(
+        "--horizon",
+        metavar="H",
+        help="seconds ('0.5s') or steps ('30') (default: the first config's evaluation.horizon)",
+    )
+    p.add_argument("--out", default=os.path.join("runs", "cv"), help="folder (default runs/cv)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def parse_folds(text: str | None, files: list[str], where: str) -> list[int]:
+    """Fold indices (0-based) from 'F1,F3', '1,3' or file names; all folds when `text` is None."""
+    if text is None:
+        return list(range(len(files)))
+    names = [os.path.basename(f) for f in files]
+    out = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        digits = item[1:] if item[:1] in "Ff" and item[1:].isdigit() else item
+        if digits.isdigit() and 1 <= int(digits) <= len(files):
+            index = int(digits) - 1
+        elif item in names or item in files:
+            index = names.index(item) if item in names else files.index(item)
+        else:
+            raise ValueError(
+                f"--folds: {item!r} is no fold of {where} (F1..F{len(files)}, or one of {names})"
+            )
+        if index not in out:
+            out.append(index)
+    if not out:
+        raise ValueError("--folds names no fold")
+    return out
+
+
+def fold_files(config, i: int) -> tuple[list[str], list[str]]:
+    """Fold i's training and validation files: the config's `data.validation` when given; otherwise the next
+    recording after Fi (in order, wrapping) is held out whole for validation, and with only one other recording
+    the config's own split of it (`data.validation_fraction`)."""
+    files = list(config.data.train)
+    others = files[:i] + files[i + 1 :]
+    if config.data.validation:
+        return others, list(config.data.validation)
+    if len(others) == 1:
+        return others, []
+    validation = files[(i + 1) % len(files)]
+    return [f for f in others if f != validation], [validation]
+
+
+def _trained_size(model) -> int:
+    params = eqx.filter(model, model.trainable())
+    return int(sum(x.size for x in jax.tree_util.tree_leaves(params)))
+
+
+def _ratios(errors: dict, reference: dict) -> dict:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {n: float(np.float64(errors[n]) / reference[n]) for n in errors}
+
+
+def _mean(values) -> float:
+    v = np.asarray(list(values), float)
+    return float(v.mean()) if np.all(np.isfinite(v)) else float("inf")
+
+
+def _worst(values) -> float:
+    v = np.asarray(list(values), float)
+    return float(v.max()) if np.all(np.isfinite(v)) else float("inf")
+
+
+class _Reference:
+    """Per held-out file: the test windows and the error of the physics as given on them, computed once, from
+    the first config that holds out that file (so every config is scored on the same windows and scale)."""
+
+    def __init__(self, horizon):
+        self.horizon = horizon
+        self.by_file: dict[str, tuple] = {}
+
+    def get(self, config, fold_config, held_out: str):
+        from ..config import build_integrator, build_model, build_system
+        from ..data.horizons import cut_windows
+        from ..evaluate.run import baseline, end_errors
+        from ..run.load import as_dtype
+        from ..run.recordings import load_recordings, sample_statistics
+        from ..run.training import load_training_data
+
+        if held_out not in self.by_file:
+            dtype = jnp.dtype(fold_config.dtype)
+            system = build_system(fold_config)
+            train, _ = load_training_data(fold_config, system)
+            stats = sample_statistics(train, window=fold_config.data.derivative_window)
+            # The model before training, as `lagnet train` builds it (friction fitted to this fold's data).
+            given = build_model(fold_config, system, stats, key=jax.random.key(fold_config.seed))
+            label, physics = baseline(as_dtype(given, dtype), fold_config.model.input_history)
+            test = load_recordings(fold_config, system, [held_out])
+            cut = cut_windows(
+                test,
+                [self.horizon],
+                count=config.evaluation.windows,
+                seed=config.seed,
+                dtype=dtype,
+            )
+            errors = end_errors({"given": physics}, build_integrator(fold_config), cut)["given"]
+            self.by_file[held_out] = (cut, errors, f"{label} of {config.name}, before training")
+        return self.by_file[held_out]
+
+
+def cross_validate(
+    paths, out: str, *, folds: str | None = None, epochs=None, horizon=None, progress=False
+) -> dict:
+    """Train and score every fold of every config (see the module's docstring); returns cv.json's content."""
+    from ..config import load_config
+    from ..data.horizons import parse_horizon
+    from ..evaluate.run import end_errors
+    from ..models import physics_prior
+    from ..run import load_run, save_json
+    from ..run.training import train_run
+    from ..train.fit import TrainingDiverged
+
+    configs = [load_config(p) for p in paths]
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        # Two configs named alike would train into the same folders: tell them apart by file name.
+        names = [os.path.splitext(os.path.basename(p))[0] for p in paths]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                "two configs share their name and file name; rename one (name: ...) so that "
+                "their folds do not overwrite each other"
+            )
+    for path, config in zip(paths, configs, strict=True):
+        if len(config.data.train) < 2:
+            raise ValueError(
+                f"{path}: data.train names {len(config.data.train)} recording(s); leave-one-run-out "
+                "cross-validation needs at least 2"
+            )
+        if config.dtype == "float64":
+            jax.config.update("jax_enable_x64", True)
+    h = parse_horizon(
+        horizon if horizon is not None else configs[0].evaluation.horizon, "--horizon"
+    )
+    reference = _Reference(h)
+    results = []
+    for path, name, config in zip(paths, names, configs, strict=True):
+        files = list(config.data.train)
+        entry = {"name": name, "config": path, "folds": []}
+        for i in parse_folds(folds, files, path):
+            train, validation = fold_files(config, i)
+            changes = {"data": {"train": train, "validation": validation, "test": [files[i]]}}
+            if epochs is not None:
+                changes["training"] = {"epochs": epochs}
+            fold_config = config.replace(changes)
+            run_dir = os.path.join(out, name, f"fold-{i + 1}")
+            if progress:
+                print(
+                    f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            cut, given, described = reference.get(config, fold_config, files[i])
+            failed = None
+            try:
+                train_run(fold_config, run_dir, progress=progress, overwrite=True)
+            except TrainingDiverged as e:
+                # One fold that diverges scores as failed (an infinite mean); the other folds still count.
+                failed = str(e)
+            if failed is None:
+                trained = load_run(run_dir)
+                models = {"model": trained.model}
+                physics = physics_prior(trained.model)
+                if physics is not None:
+                    models["physics"] = physics
+                errors = end_errors(models, trained.integrator, cut)
+            else:
+                nan = dict.fromkeys(given, float("nan"))
+                errors = {"model": nan, "physics": nan}
+            ratios = {k: _ratios(v, given) for k, v in errors.items()}
+            entry["folds"].append(
+                {
+                    "fold": i + 1,
+                    "held_out": files[i],
+                    "train": train,
+                    "validation": validation,
+                    "run": run_dir,
+                    "windows": len(cut.sources),
+                    "errors": {"given physics": given, **errors},
+                    "ratios": ratios,
+                    "mean_ratio": {k: _mean(r.values()) for k, r in ratios.items()},
+                    "failed": failed,
+                }
+            )
+            entry["reference"] = described
+            if failed is None:
+                entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
+        if "trained_parameters" not in entry:
+            entry["trained_parameters"] = dict.fromkeys(entry["folds"][0]["ratios"], 0)
+        candidates = [
+            k for k in entry["folds"][0]["ratios"] if all(k in f["ratios"] for f in entry["folds"])
+        ]
+        entry["summary"] = {
+            k: {
+                "mean": _mean(f["mean_ratio"][k] for f in entry["folds"]),
+                "worst": _worst(r for f in entry["folds"] for r in f["ratios"][k].values()),
+            }
+            for k in candidates
+        }
+        results.append(entry)
+    ranking = sorted(
+        (
+            {
+                "config": e["name"],
+                "prediction": k,
+                "mean": s["mean"],
+                "worst": s["worst"],
+                "trained_parameters": e["trained_parameters"][k],
+            }
+            for e in results
+            for k, s in e["summary"].items()
+        ),
+        key=lambda c: (c["mean"], c["prediction"] != "physics", c["trained_parameters"]),
+    )
+    best = ranking[0]
+    # Ties (within rounding) go to the simpler: physics before a network, then fewer trained parameters.
+    tied = [c for c in ranking if c["mean"] <= best["mean"] * (1 + TIE) + 1e-300]
+    choice = min(tied, key=lambda c: (c["prediction"] != "physics", c["trained_parameters"]))
+    report = {
+        "horizon": h.label,
+        "reference": "mean |error| at the horizon of the physics as given (the first config's model before "
+        "training, its network removed) on the same windows of the held-out recording",
+        "configs": results,
+        "ranking": ranking,
+        "choice": choice,
+    }
+    os.makedirs(out, exist_ok=True)
+    save_json(os.path.join(out, "cv.json"), report)
+    return report
+
+
+def _cell(x: float) -> str:
+    return f"{x:.3g}" if np.isfinite(x) else "failed"
+
+
+def format_cv(report: dict) -> str:
+    """The table per fold × state variable of the ratios, each config's mean and worst, and the choice."""
+    references = sorted({e["reference"] for e in report["configs"]})
+    lines = [
+        f"Mean |error| at {report['horizon']} on the held-out recording / that of the physics as given "
+        f"({'; '.join(references)}), per state variable (< 1: better than the given physics):",
+    ]
+    for e in report["configs"]:
+        preds = list(e["summary"])
+        heads = {"model": "trained model", "physics": "identified physics"}
+        lines += [
+            "",
+            f"{e['name']} ({e['config']}):",
+            "",
+            "| fold (held out) | variable | " + " | ".join(heads[k] for k in preds) + " |",
+            "|---|---|" + "---|" * len(preds),
+        ]
+        for f in e["folds"]:
+            where = f"{f['fold']} ({os.path.basename(f['held_out'])})"
+            for n in f["ratios"][preds[0]]:
+                cells = " | ".join(_cell(f["ratios"][k][n]) for k in preds)
+                lines.append(f"| {where} | {n} | {cells} |")
+        lines.append(
+            "| mean over folds of the fold's mean | | "
+            + " | ".join(_cell(e["summary"][k]["mean"]) for k in preds)
+            + " |"
+        )
+        lines.append(
+            "| worst | | " + " | ".join(_cell(e["summary"][k]["worst"]) for k in preds) + " |"
+        )
+        lines += [f"fold {f['fold']} failed: {f['failed']}" for f in e["folds"] if f.get("failed")]
+    c = report["choice"]
+    what = "its trained model" if c["prediction"] == "model" else "its identified physics"
+    lines += [
+        "",
+        f"Choice: {c['config']}, {what} (mean ratio {_cell(c['mean'])}, worst {_cell(c['worst'])}, "
+        f"{c['trained_parameters']} trained parameters).",
+    ]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    report = cross_validate(
+        args.configs,
+        args.out,
+        folds=args.folds,
+        epochs=args.epochs,
+        horizon=args.horizon,
+        progress=not args.quiet,
+    )
+    print(format_cv(report))
+    print(f"wrote {os.path.join(args.out, 'cv.json')}")
+    return 0

@@ -86,7 +86,9 @@ def accepts_trust_code(function: Callable) -> Callable:
     keyword = inspect.Parameter("trust_code", inspect.Parameter.KEYWORD_ONLY, default=False)
     parameters = list(signature.parameters.values())
     at = next((i for i, p in enumerate(parameters) if p.kind is p.VAR_KEYWORD), len(parameters))
-    trusting.__signature__ = signature.replace(parameters=[*parameters[:at], keyword, *parameters[at:]])
+    trusting.__signature__ = signature.replace(
+        parameters=[*parameters[:at], keyword, *parameters[at:]]
+    )
     trusting.__doc__ = (function.__doc__ or "") + (
         "\n\n    `trust_code=True` lets the config's Python system source run (see "
         "docs/guides/security.md).\n"

@@ -311,8 +311,12 @@ def load_exported(path: str) -> ExportedModel:
         for name in meta["functions"]:
             try:
                 exported[name] = jax.export.deserialize(bytearray(members[name + SUFFIX]))
-            except Exception as e:  # flatbuffers' own errors (struct.error, IndexError, …) on bad bytes
-                raise DamagedExport(f"{name}{SUFFIX} cannot be read ({type(e).__name__}: {e})") from None
+            except (
+                Exception
+            ) as e:  # flatbuffers' own errors (struct.error, IndexError, …) on bad bytes
+                raise DamagedExport(
+                    f"{name}{SUFFIX} cannot be read ({type(e).__name__}: {e})"
+                ) from None
             _check_function(name, exported[name], meta)
     except DamagedExport as e:
         raise DamagedExport(f"{path}: not an intact lagnet export archive: {e}") from None
@@ -337,7 +341,9 @@ def _read_members(path: str) -> tuple[dict, dict[str, bytes]]:
         raise
     except IsADirectoryError:
         raise DamagedExport("it is a folder") from None
-    except Exception as e:  # zipfile's errors on damaged bytes are many (BadZipFile, zlib.error, EOFError, …)
+    except (
+        Exception
+    ) as e:  # zipfile's errors on damaged bytes are many (BadZipFile, zlib.error, EOFError, …)
         raise DamagedExport(f"not a readable zip archive ({type(e).__name__}: {e})") from None
     if METADATA not in content:
         raise DamagedExport(f"no {METADATA}")
@@ -374,7 +380,9 @@ def _check_metadata(meta: dict, members: dict) -> None:
     if meta.get("dtype") not in ("float32", "float64"):
         raise DamagedExport(f"dtype {meta.get('dtype')!r}, expected 'float32' or 'float64'")
     dt = meta.get("dt")
-    if not (isinstance(dt, int | float) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0):
+    if not (
+        isinstance(dt, int | float) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0
+    ):
         raise DamagedExport(f"dt {dt!r}, expected a step > 0 in s")
     for key in ("n_dof", "n_inputs", "input_history"):
         if not _whole(meta.get(key), 1 if key == "n_dof" else 0):
@@ -382,7 +390,11 @@ def _check_metadata(meta: dict, members: dict) -> None:
     sizes = {"state_names": 2 * meta["n_dof"], "input_names": meta["n_inputs"]}
     for key, size in sizes.items():
         names = meta.get(key)
-        if not (isinstance(names, list) and len(names) == size and all(isinstance(n, str) for n in names)):
+        if not (
+            isinstance(names, list)
+            and len(names) == size
+            and all(isinstance(n, str) for n in names)
+        ):
             raise DamagedExport(f"{key} {names!r}, expected {size} names")
     functions = meta.get("functions")
     if not isinstance(functions, dict) or not {"f", "step"} <= set(functions):
@@ -402,13 +414,17 @@ def _check_metadata(meta: dict, members: dict) -> None:
             for part in ("arguments", "results")
         )
         if not ok:
-            raise DamagedExport(f"functions.{name}: expected arguments and results with their shapes")
+            raise DamagedExport(
+                f"functions.{name}: expected arguments and results with their shapes"
+            )
 
 
 def _check_function(name: str, exported, meta: dict) -> None:
     """The module is the function the metadata names, with its argument and result shapes and dtype."""
     if exported.fun_name != name:
-        raise DamagedExport(f"{name}{SUFFIX} holds the function {exported.fun_name!r}, not {name!r}")
+        raise DamagedExport(
+            f"{name}{SUFFIX} holds the function {exported.fun_name!r}, not {name!r}"
+        )
     entry = meta["functions"][name]
     for part, avals in (("arguments", exported.in_avals), ("results", exported.out_avals)):
         want = [[str(d) for d in shape] for shape in entry[part].values()]
@@ -417,4 +433,6 @@ def _check_function(name: str, exported, meta: dict) -> None:
             raise DamagedExport(f"{name}: its {part} have shapes {got}, {METADATA} says {want}")
         dtypes = {str(a.dtype) for a in avals}
         if dtypes != {meta["dtype"]}:
-            raise DamagedExport(f"{name}: its {part} are {sorted(dtypes)}, {METADATA} says {meta['dtype']}")
+            raise DamagedExport(
+                f"{name}: its {part} are {sorted(dtypes)}, {METADATA} says {meta['dtype']}"
+            )

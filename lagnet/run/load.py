@@ -8,8 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..config import Config, build_integrator, build_model, build_system, load_config
-from ..config import sources
+from ..config import Config, build_integrator, build_model, build_system, load_config, sources
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from .checkpoints import DamagedManifest, check_model_file

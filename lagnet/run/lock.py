@@ -37,8 +37,7 @@ def _holder(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             info = json.load(f)
         return (
-            f"pid {info['pid']} on host {info['host']}, since {info['started']} "
-            f"({info['command']})"
+            f"pid {info['pid']} on host {info['host']}, since {info['started']} ({info['command']})"
         )
     except (OSError, ValueError, KeyError, TypeError):
         return "another process (it has not written its details yet)"

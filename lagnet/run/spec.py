@@ -58,7 +58,9 @@ class RunSpec:
                 isinstance(sources, dict)
                 and all(isinstance(k, str) and isinstance(v, str) for k, v in sources.items())
             ):
-                raise TypeError(f"'sources' must map file names to SHA-256 strings, got {sources!r}")
+                raise TypeError(
+                    f"'sources' must map file names to SHA-256 strings, got {sources!r}"
+                )
             return cls(**{name: raw[name] for name in required}, sources=sources)
         except FileNotFoundError:
             raise FileNotFoundError(

@@ -134,9 +134,17 @@ def split_source(source: str) -> tuple[str, str | None]:
     return location, attr
 
 
+# Suffixes that make a dotted name a file ("my_rig.py"), not a module ("mypackage.rigs").
+FILE_SUFFIXES = ("py", "urdf", "xml", "mjcf")
+
+
 def is_file(location: str) -> bool:
-    """Whether a source location names a file (a path or a .py/.urdf/.xml name) rather than a module."""
-    return os.sep in location or "/" in location or os.path.splitext(location)[1] != ""
+    """Whether a source location names a file (a path, or a name ending .py/.urdf/.xml/.mjcf or in no dotted
+    identifier) rather than a module."""
+    if os.sep in location or "/" in location:
+        return True
+    parts = location.split(".")
+    return not all(p.isidentifier() for p in parts) or parts[-1].lower() in FILE_SUFFIXES
 
 
 def _failure(e: BaseException) -> str:

@@ -319,7 +319,7 @@ def load_exported(path: str) -> ExportedModel:
                 ) from None
             _check_function(name, exported[name], meta)
     except DamagedExport as e:
-        raise DamagedExport(f"{path}: not an intact lagnet export archive: {e}") from None
+        raise DamagedExport(f"{path}: not a lagnet export archive, or a damaged one: {e}") from None
     if meta["dtype"] == "float64" and not jax.config.jax_enable_x64:
         raise ValueError(
             f"{path} is float64, but JAX runs without 64-bit floats: call "
@@ -387,7 +387,11 @@ def _check_metadata(meta: dict, members: dict) -> None:
     for key in ("n_dof", "n_inputs", "input_history"):
         if not _whole(meta.get(key), 1 if key == "n_dof" else 0):
             raise DamagedExport(f"{key} {meta.get(key)!r}, expected a whole number")
-    sizes = {"state_names": 2 * meta["n_dof"], "input_names": meta["n_inputs"]}
+    sizes = {
+        "state_names": 2 * meta["n_dof"],
+        "coordinate_names": meta["n_dof"],
+        "input_names": meta["n_inputs"],
+    }
     for key, size in sizes.items():
         names = meta.get(key)
         if not (
@@ -396,9 +400,15 @@ def _check_metadata(meta: dict, members: dict) -> None:
             and all(isinstance(n, str) for n in names)
         ):
             raise DamagedExport(f"{key} {names!r}, expected {size} names")
+    platforms = meta.get("platforms")
+    if not (isinstance(platforms, list) and platforms and all(p in PLATFORMS for p in platforms)):
+        raise DamagedExport(f"platforms {platforms!r}, expected some of {list(PLATFORMS)}")
     functions = meta.get("functions")
-    if not isinstance(functions, dict) or not {"f", "step"} <= set(functions):
-        raise DamagedExport("functions: expected at least 'f' and 'step'")
+    expected = ["f", "step", "f_jacobians", "step_jacobians", "f_batch", "step_batch"]
+    expected += ["f_history", "step_history"] if meta["input_history"] else []
+    if not isinstance(functions, dict) or set(functions) != set(expected):
+        got = sorted(functions) if isinstance(functions, dict) else functions
+        raise DamagedExport(f"functions {got!r}, expected {sorted(expected)}")
     modules = {n[: -len(SUFFIX)] for n in members if n.endswith(SUFFIX)}
     if set(functions) != modules:
         raise DamagedExport(

@@ -217,7 +217,14 @@ def archive(tmp_path_factory):
     meta = export(dyn, str(path))
     with zipfile.ZipFile(path) as z:
         members = {n: z.read(n) for n in z.namelist()}
-    return path.read_bytes(), members, meta, dyn
+    return Original((path.read_bytes(), members, meta, dyn))
+
+
+class Original(tuple):
+    """The original archive's (bytes, members, metadata, dynamics), shown in a failure report by name only."""
+
+    def __repr__(self):
+        return "<the original archive>"
 
 
 def write_members(path, members, meta=None, rehash=False):
@@ -374,9 +381,8 @@ def test_damaged_archives_raise_lagnet_errors(archive, tmp_path_factory, how):
         # confirm: descriptions, names of the right number, a dt > 0.
         changed = {k for k in meta if model.metadata.get(k) != meta[k]}
         kind, _, rehash, _ = how
-        assert not changed or (kind == "metadata" and rehash % 2 and changed <= UNCONFIRMED), (
-            changed
-        )
+        rehashed = kind == "metadata" and rehash % 2
+        assert not changed or (rehashed and changed - {"metadata_sha256"} <= UNCONFIRMED), changed
 
 
 UNCONFIRMED = {

@@ -164,7 +164,7 @@ def _module(location: str, key: str):
             raise ConfigError(f"{key}: cannot import module {location!r}: {e}") from None
         except (Exception, SystemExit) as e:
             # A module that exits or raises while imported would otherwise end or crash the command silently.
-            raise ConfigError(f"{key}: importing {location} failed: {_failure(e)}") from None
+            raise ConfigError(f"{key}: importing {location} failed: {_failure(e)}") from e
     if not os.path.isfile(location):
         raise ConfigError(f"{key}: file not found: {location}")
     name = "lagnet_user_" + hashlib.sha1(os.path.abspath(location).encode()).hexdigest()[:12]
@@ -178,7 +178,8 @@ def _module(location: str, key: str):
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:
         del sys.modules[name]
-        raise ConfigError(f"{key}: running {location} failed: {_failure(e)}") from None
+        # Chained: in Python the user's own traceback stays visible (the CLI shows the message alone).
+        raise ConfigError(f"{key}: running {location} failed: {_failure(e)}") from e
     return module
 
 
@@ -215,7 +216,7 @@ def _call(factory: Callable, params: dict, key: str, what: str):
         raise ConfigError(f"system.params: {e} ({what})") from None
     except (Exception, SystemExit) as e:
         # The user's build failing in any other way is still a config problem: name the code and the error.
-        raise ConfigError(f"{key}: {what} failed: {_failure(e)}") from None
+        raise ConfigError(f"{key}: {what} failed: {_failure(e)}") from e
 
 
 def python_system(sc) -> AbstractSystem:

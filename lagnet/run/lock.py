@@ -87,8 +87,9 @@ def run_lock(run_dir: str):
         yield
     finally:
         # Unlinked while still held: a process that opened the old file meanwhile finds it unlinked once it
-        # gets the lock and tries again (filelock checks), so two holders never coexist.
-        with contextlib.suppress(FileNotFoundError):
+        # gets the lock and tries again (filelock checks), so two holders never coexist. (Windows refuses to
+        # unlink an open file: the file then stays, its lock released.)
+        with contextlib.suppress(OSError):
             os.unlink(path)
         lock.release()
         for folder in made:

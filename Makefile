@@ -39,11 +39,15 @@ docs: $(STAMP)
 test: lint docs
 	$(BIN)/python -m pytest
 
-# Opt-in, not part of `make test`: the bad-input property tests with new random examples (ten times as many,
+# Opt-in, not part of `make test`: the bad-input property tests (configs, data files, user-system configs, robot
+# files, export archives) with new random examples (ten times as many,
 # not derandomised; tests/conftest.py's `explore` profile). A failure prints the example and a reproduce blob.
 fuzz: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q --hypothesis-profile=explore --hypothesis-show-statistics \
-		tests/test_bad_input.py tests/test_bad_input_data.py
+		tests/test_bad_input.py tests/test_bad_input_data.py \
+		tests/test_trust.py::test_user_system_configs_run_nothing_untrusted \
+		tests/test_trust.py::test_damaged_robot_files_give_config_errors \
+		tests/test_export.py::test_damaged_archives_raise_lagnet_errors
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

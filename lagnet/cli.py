@@ -12,6 +12,8 @@ _COMMANDS = (
     "lagnet.commands.export",
     "lagnet.commands.cv",
 )
+# Subcommands that build a config or a run folder, and so may run the Python code it names (--trust-code).
+_RUN_CODE = ("lagnet.commands.train", "lagnet.commands.evaluate", "lagnet.commands.export")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
             if e.name == name:  # the subcommand is not part of this build yet
                 continue
             raise
+        before = set(sub.choices)
         module.register(sub)
+        if name in _RUN_CODE:
+            for command in sorted(set(sub.choices) - before):
+                sub.choices[command].add_argument(
+                    "--trust-code",
+                    action="store_true",
+                    help="let the config or run run the Python system source it names (a file, or a module "
+                    "of a package in LAGNET_TRUSTED_PACKAGES); only for code you trust. Also "
+                    "LAGNET_TRUST_CODE=1. See docs/guides/security.md",
+                )
     return parser
 
 
@@ -51,6 +63,7 @@ def _start_jax(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .config.sources import trust_code
     from .train.fit import TrainingDiverged
 
     parser = build_parser()
@@ -60,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         _start_jax(args)
-        return int(args.func(args) or 0)
+        with trust_code(getattr(args, "trust_code", False)):
+            return int(args.func(args) or 0)
     except (ValueError, TrainingDiverged) as e:
         # Configuration and data errors are the user's to fix: show the message, not a traceback.
         print(f"lagnet {args.command}: error: {e}", file=sys.stderr)

@@ -34,3 +34,13 @@ def _release_compiled_programs():
 @pytest.fixture
 def key():
     return jax.random.key(0)
+
+
+@pytest.fixture
+def trusted_code():
+    """Lets the test's configs and runs run the Python system sources they name (the user's opt-in,
+    `lagnet.config.sources.trust_code`); requested only by tests that mean to run such code."""
+    from lagnet.config.sources import trust_code
+
+    with trust_code():
+        yield

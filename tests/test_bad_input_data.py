@@ -147,7 +147,7 @@ def test_config_values_of_the_wrong_kind_name_the_key(user, message):
         validate(user, source="cfg.yaml")
 
 
-def test_lagrangian_with_undeclared_degrees_of_freedom(tmp_path):
+def test_lagrangian_with_undeclared_degrees_of_freedom(tmp_path, trusted_code):
     # JAX clamps q[1] of a 1-vector to q[0]: the system built, with M = 2m instead of m, and trained to nonsense.
     (tmp_path / "rig.py").write_text(
         "import jax.numpy as jnp\n"

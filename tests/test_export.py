@@ -1,5 +1,6 @@
 """`lagnet export`: a trained model's f and step as StableHLO, loaded and called by a Python with JAX alone."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,6 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import tiny_pinode_config, write_pendulum_csv
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lagnet
 from lagnet.cli import main
@@ -22,6 +25,12 @@ from lagnet.models import PINODE, StateFeatures, make_mlp
 from lagnet.run.load import as_dtype
 from lagnet.run.training import train_run
 from lagnet.systems import Pendulum
+
+
+def examples(n: int) -> int:
+    """`n` examples here, ten times as many under `make fuzz` (tests/conftest.py's `explore` profile)."""
+    return n * settings.default.max_examples // 100
+
 
 # The README's way ("Deployment without lagnet"), then the checks: a fresh interpreter, JAX and NumPy only.
 CHILD = textwrap.dedent(
@@ -195,3 +204,196 @@ def test_export_errors_name_the_problem(tmp_path, capsys):
         load_exported(str(tmp_path / "not_an_archive.jaxexport"))
     with pytest.raises(FileNotFoundError, match="no exported model at"):
         load_exported(str(tmp_path / "nothing.jaxexport"))
+
+
+# ----------------------------------------------------------------------- nothing overwritten, nothing damaged
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A small float64 PINODE exported once: its bytes, members and metadata (the damage tests' original)."""
+    path = tmp_path_factory.mktemp("archive") / "small.jaxexport"
+    dyn = small_pinode(jnp.float64)
+    meta = export(dyn, str(path))
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    return Original((path.read_bytes(), members, meta, dyn))
+
+
+class Original(tuple):
+    """The original archive's (bytes, members, metadata, dynamics), shown in a failure report by name only."""
+
+    def __repr__(self):
+        return "<the original archive>"
+
+
+def write_members(path, members, meta=None, rehash=False):
+    """An archive of `members` (metadata.json replaced by `meta` if given, its checksum recomputed with
+    `rehash`, as an editor who knows the format would)."""
+    from lagnet.control.export import _canonical
+
+    members = dict(members)
+    if meta is not None:
+        if rehash:
+            meta = {**meta, "metadata_sha256": hashlib.sha256(_canonical(meta)).hexdigest()}
+        members["metadata.json"] = json.dumps(meta).encode()
+    with zipfile.ZipFile(path, "w") as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return str(path)
+
+
+def test_export_refuses_an_existing_file_without_overwrite(exported, archive, tmp_path, capsys):
+    run_dir = exported[0]
+    precious = tmp_path / "precious.csv"
+    precious.write_text("t,x\n0,1\n")
+    assert main(["export", run_dir, "--out", str(precious)]) == 2
+    assert "precious.csv already exists: pass --overwrite" in capsys.readouterr().err
+    assert precious.read_text() == "t,x\n0,1\n"
+    dyn = archive[3]
+    with pytest.raises(ValueError, match="already exists"):
+        export(dyn, str(precious))
+    export(
+        dyn, str(precious), overwrite=True
+    )  # written whole through a temporary file, then renamed
+    assert set(load_exported(str(precious)).metadata["sha256"]) == set(archive[2]["sha256"])
+    assert sorted(os.listdir(tmp_path)) == ["precious.csv"]
+
+
+def test_export_checks_the_platforms(exported, archive, tmp_path, capsys):
+    out = tmp_path / "m.jaxexport"
+    assert main(["export", exported[0], "--platforms", "tpu9", "--out", str(out)]) == 2
+    assert (
+        "unknown platform(s) ['tpu9']; JAX lowers for cpu, cuda, rocm, tpu"
+        in capsys.readouterr().err
+    )
+    with pytest.raises(ValueError, match="unknown platform"):
+        export(archive[3], str(out), platforms=("cpu", "CUDA"))
+    assert not out.exists()
+
+
+def test_archive_checksums_catch_edits(archive, tmp_path):
+    from lagnet.control.export import DamagedExport
+
+    _, members, meta, _ = archive
+    assert set(meta["sha256"]) == set(members) - {"metadata.json"}
+    cases = [
+        # An edited dt or state name (before, both loaded without a word).
+        (members, {**meta, "dt": 0.01}, False, "metadata.json was changed after export"),
+        (members, {**meta, "state_names": ["x", "v"]}, False, "metadata.json was changed"),
+        # step and f swapped: their bytes no longer match their names' checksums ...
+        (
+            {**members, "step.jaxexport": members["f.jaxexport"]},
+            None,
+            False,
+            "step.jaxexport was changed",
+        ),
+        # ... and with the checksums swapped too, the module names the function it holds.
+        (
+            {**members, "step.jaxexport": members["f.jaxexport"]},
+            {
+                **meta,
+                "sha256": {**meta["sha256"], "step.jaxexport": meta["sha256"]["f.jaxexport"]},
+            },
+            True,
+            "step.jaxexport holds the function 'f', not 'step'",
+        ),
+        (
+            members,
+            {
+                **meta,
+                "functions": {
+                    **meta["functions"],
+                    "step": {**meta["functions"]["step"], "arguments": {"x": [3], "u": [1]}},
+                },
+            },
+            True,
+            r"step: its arguments have shapes \[\['2'\], \['1'\]\], metadata.json says \[\['3'\], \['1'\]\]",
+        ),
+        (members, {**meta, "dtype": "float32"}, True, r"its arguments are \['float64'\]"),
+        (
+            {n: c for n, c in members.items() if n != "f_batch.jaxexport"},
+            None,
+            False,
+            r"members missing \['f_batch.jaxexport'\]",
+        ),
+        (members, {k: v for k, v in meta.items() if k != "sha256"}, False, "has no checksums"),
+    ]
+    for i, (content, edited, rehash, match) in enumerate(cases):
+        path = write_members(tmp_path / f"{i}.jaxexport", content, edited, rehash)
+        with pytest.raises(DamagedExport, match=match):
+            load_exported(path)
+
+
+def _mutate(data: bytes, members: dict, meta: dict, how, tmp_path):
+    kind, a, b, value = how
+    path = tmp_path / "fuzz.jaxexport"
+    if kind == "truncate":
+        path.write_bytes(data[: a % len(data)])
+    elif kind == "flip":
+        i = a % len(data)
+        path.write_bytes(data[:i] + bytes([data[i] ^ (b % 255 + 1)]) + data[i + 1 :])
+    elif kind == "member":
+        names = sorted(members)
+        target = names[a % len(names)]
+        content = members[target]
+        cut = b % (len(content) + 1)
+        write_members(path, {**members, target: content[:cut] + content[cut + 1 :]})
+    else:  # an entry of the metadata set to another value, checksum recomputed or not
+        key = sorted(meta)[a % len(meta)]
+        write_members(path, members, {**meta, key: value}, rehash=bool(b % 2))
+    return str(path)
+
+
+json_values = st.recursive(
+    st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    how=st.tuples(
+        st.sampled_from(["truncate", "flip", "member", "metadata"]),
+        st.integers(0, 1 << 20),
+        st.integers(0, 1 << 20),
+        json_values,
+    )
+)
+def test_damaged_archives_raise_lagnet_errors(archive, tmp_path_factory, how):
+    """Truncated, flipped, edited: `load_exported` raises its own `DamagedExport` (a ValueError), never a raw
+    KeyError, AttributeError or flatbuffers' struct.error; what loads is the original."""
+    from lagnet.control.export import DamagedExport
+
+    data, members, meta, _ = archive
+    path = _mutate(data, members, meta, how, tmp_path_factory.mktemp("fuzz"))
+    try:
+        model = load_exported(path)
+    except DamagedExport as e:
+        assert path in str(e)
+    else:
+        # Only an editor who recomputes the checksum changes what loads, and only what no module can
+        # confirm: descriptions, names of the right number, a dt > 0.
+        changed = {k for k in meta if model.metadata.get(k) != meta[k]}
+        kind, _, rehash, _ = how
+        rehashed = kind == "metadata" and rehash % 2
+        assert not changed or (rehashed and changed - {"metadata_sha256"} <= UNCONFIRMED), changed
+
+
+UNCONFIRMED = {
+    "lagnet_version",
+    "jax_version",
+    "integrator",
+    "model",
+    "system",
+    "state",
+    "dt",
+    "state_names",
+    "coordinate_names",
+    "input_names",
+}

@@ -156,3 +156,49 @@ def test_full_disk_fails_early(tmp_path):
 
     with pytest.raises(ValueError, match=r"MB free on its disk; training needs at least"):
         check_output_dir(str(tmp_path / "run"), min_free_bytes=10**18)
+
+
+def test_a_run_being_trained_refuses_a_second_training(tmp_path, capsys):
+    """While a process holds a run directory, training or resuming into it fails at once, naming the holder."""
+    from lagnet.cli import main
+    from lagnet.run.lock import RunInUse, lock_path, run_lock
+
+    data = write_pendulum(tmp_path / "p.csv", steps=100)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(config_dict(data, epochs=1)))
+    out = str(tmp_path / "runs" / "held")
+    holder = rf"is being trained by pid {os.getpid()} on host .*since .*lock file .*\.held\.lock"
+    with run_lock(out):
+        for resume in (False, True):
+            with pytest.raises(RunInUse, match=holder):
+                train(validate(config_dict(data, epochs=1)), out, progress=False, resume=resume)
+        assert main(["train", str(cfg), "--out", out, "--quiet"]) == 2
+        assert f"is being trained by pid {os.getpid()}" in capsys.readouterr().err
+        assert not os.path.exists(out)  # nothing written by the refused trainings
+    assert not os.path.exists(tmp_path / "runs")  # the lock's own folder and file went with it
+    # Released on any exit: a training that fails leaves no lock behind, and the next one runs.
+    with pytest.raises(FileNotFoundError):
+        train(validate(config_dict(str(tmp_path / "missing.csv"))), out, progress=False)
+    assert not os.path.exists(lock_path(out))
+    with run_lock(out):  # free again
+        assert os.listdir(tmp_path / "runs") == [".held.lock"]
+
+
+def test_two_trainings_started_together_into_one_folder(tmp_path):
+    """Both used to exit 0 with the folder mixing the two runs; now one trains, the other fails cleanly."""
+    data = write_pendulum(tmp_path / "p.csv")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(config_dict(data, epochs=15)))
+    out = tmp_path / "conc"
+    procs = [run_cli(["train", str(cfg), "--out", str(out), "--quiet"]) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2], results
+    loser = next(err for code, err in results if code == 2)
+    assert "is being trained by pid" in loser and "Traceback" not in loser, loser
+    # The winner's run is whole: every epoch once, its checkpoints load, no lock left.
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["epoch"] for x in lines] == list(range(-1, 15))
+    assert json.loads((out / "summary.json").read_text())["epochs_run"] == 15
+    load_run(str(out))
+    assert sorted(os.listdir(tmp_path)) == ["c.yaml", "conc", "p.csv"]

@@ -16,11 +16,16 @@ def register(sub) -> None:
     )
     p.add_argument("run_dir", help="a run directory (or RUN/checkpoints/NAME.eqx)")
     p.add_argument("--out", help="the archive to write (default RUN/model.jaxexport)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the file at --out if there is one (without it, an existing file is refused)",
+    )
     p.add_argument("--checkpoint", default="best", help="the checkpoint to export (default: best)")
     p.add_argument(
         "--platforms",
         default=None,
-        help="comma-separated backends to lower for, e.g. cpu,cuda (default: this machine's)",
+        help="comma-separated backends to lower for, of cpu, cuda, rocm, tpu (default: this machine's)",
     )
     p.set_defaults(func=run)
 
@@ -33,7 +38,7 @@ def run(args) -> int:
     use_run_precision(run_dir)  # a float64 run is exported in float64
     out = args.out or os.path.join(run_dir, f"model{SUFFIX}")
     platforms = tuple(p.strip() for p in args.platforms.split(",")) if args.platforms else None
-    meta = export_run(run_dir, out, which, platforms=platforms)
+    meta = export_run(run_dir, out, which, platforms=platforms, overwrite=args.overwrite)
     names = ", ".join(meta["functions"])
     print(
         f"wrote {out}: {names} ({meta['dtype']}, dt = {meta['dt']} s, {'/'.join(meta['platforms'])}; "

@@ -6,6 +6,7 @@ import os
 import jax
 
 from .. import config as _config
+from ..config.files import check_printable
 
 
 def register(sub) -> None:
@@ -93,6 +94,7 @@ def run(args) -> int:
         # The CLI owns its process: a float64 run needs 64-bit floats before any array is made.
         jax.config.update("jax_enable_x64", True)
     out = args.out or default_run_dir(config.name)
+    check_printable(out, "--out", source="the command line")
     result = train_run(
         config, out, progress=not args.quiet, resume=args.resume, overwrite=args.overwrite
     )

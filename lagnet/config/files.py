@@ -3,6 +3,7 @@ relative to the file."""
 
 import dataclasses
 import os
+import unicodedata
 from collections.abc import Hashable
 
 import yaml
@@ -21,6 +22,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
     user = {} if user is None else user
     for item in overrides:
         apply_override(user, item, source=path)
+    check_printable(user, source=path)
     config = validate(user, source=path)
     base = os.path.dirname(os.path.abspath(path))
 
@@ -44,6 +46,30 @@ def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
         source = location if function is None else f"{location}:{function}"
         system = dataclasses.replace(system, source=source)
     return dataclasses.replace(config, data=data, system=system, model=model)
+
+
+def control_character(text: str) -> str | None:
+    """The first control character in `text` (a null byte, a newline, an escape, …), or None."""
+    return next((c for c in text if unicodedata.category(c) == "Cc"), None)
+
+
+def check_printable(value, key: str = "", *, source: str = "config") -> None:
+    """Refuse a control character in any key or string of a config (`ConfigError` naming the key path and the
+    character): names become folders and file names, where the OS would refuse or mangle them."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            path = f"{key}.{k}" if key else str(k)
+            if isinstance(k, str):
+                check_printable(k, path, source=source)
+            check_printable(v, path, source=source)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_printable(v, f"{key}[{i}]", source=source)
+    elif isinstance(value, str) and (c := control_character(value)) is not None:
+        raise ConfigError(
+            f"{key or 'the config'}: {value!r} contains the control character {c!r} (U+{ord(c):04X}) at "
+            f"position {value.index(c)} ({source}); names and paths must be printable"
+        )
 
 
 def apply_override(user: dict, item: str, *, source: str = "--set") -> None:

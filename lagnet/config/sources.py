@@ -6,14 +6,19 @@
     system: {name: urdf, source: robot.urdf, params: {armature: [...], actuated: [...]}}
     system: {name: mjcf, source: robot.xml}
 
-Python sources are *run* (imported) when the config is built: name only files you trust. A file path is relative
-to the config; `lagnet train` copies the file into the run (`system/`), so the run keeps the code it was trained
-with and loads without the original.
+Python sources are *run* (imported) when the config is built, so they are built only when the user opts in
+(`trust_code`, below, and docs/guides/security.md): a config is data until its reader says its code may run. A
+file path is relative to the config; `lagnet train` copies the file into the run (`system/`), so the run keeps the
+code it was trained with and loads without the original. URDF and MJCF descriptions are data and need no opt-in.
 """
 
+import contextlib
+import contextvars
+import functools
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -27,6 +32,98 @@ from .errors import ConfigError
 
 LAGRANGIAN_FUNCTIONS = ("kinetic", "potential", "input_matrix")
 
+TRUST_ENV = "LAGNET_TRUST_CODE"
+PACKAGES_ENV = "LAGNET_TRUSTED_PACKAGES"
+HOW_TO_TRUST = (
+    f"pass --trust-code to the lagnet command, set {TRUST_ENV}=1, or call with trust_code=True "
+    "(lagnet.load, train_run, load_run) or inside `with lagnet.config.sources.trust_code():`"
+)
+# Whether the caller opted in to running the code a config names (a context variable: threads and asyncio
+# tasks each see their own caller's choice).
+_TRUSTED = contextvars.ContextVar("lagnet_trust_code", default=False)
+# Modules of Python itself: never a system source, trusted or not (`os:system` would run a shell command).
+_STDLIB = frozenset(sys.stdlib_module_names) | {"builtins", "__main__"}
+
+
+class UntrustedCode(ConfigError):
+    """A config names code (a Python file or module) that the user has not allowed lagnet to run."""
+
+
+def code_trusted() -> bool:
+    """Whether code named by a config may run here: inside `trust_code()`, or with LAGNET_TRUST_CODE=1."""
+    return _TRUSTED.get() or os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@contextlib.contextmanager
+def trust_code(trusted: bool = True):
+    """Within the block, configs may run the Python files they name (and modules of trusted packages).
+
+    `trust_code(False)` leaves the caller's choice as it was: trust is only ever added by an explicit opt-in.
+    """
+    token = _TRUSTED.set(_TRUSTED.get() or bool(trusted))
+    try:
+        yield
+    finally:
+        _TRUSTED.reset(token)
+
+
+def trusted_packages() -> tuple[str, ...]:
+    """The top-level packages whose modules a config may name as `source` (LAGNET_TRUSTED_PACKAGES, comma-
+    separated), once code is trusted."""
+    raw = os.environ.get(PACKAGES_ENV, "")
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+
+def accepts_trust_code(function: Callable) -> Callable:
+    """`function` with a keyword `trust_code: bool = False` that runs it inside `trust_code(...)`."""
+
+    @functools.wraps(function)
+    def trusting(*args, trust_code: bool = False, **kwargs):
+        with _trust(trust_code):
+            return function(*args, **kwargs)
+
+    signature = inspect.signature(function)
+    keyword = inspect.Parameter("trust_code", inspect.Parameter.KEYWORD_ONLY, default=False)
+    parameters = list(signature.parameters.values())
+    at = next((i for i, p in enumerate(parameters) if p.kind is p.VAR_KEYWORD), len(parameters))
+    trusting.__signature__ = signature.replace(
+        parameters=[*parameters[:at], keyword, *parameters[at:]]
+    )
+    trusting.__doc__ = (function.__doc__ or "") + (
+        "\n\n    `trust_code=True` lets the config's Python system source run (see "
+        "docs/guides/security.md).\n"
+    )
+    return trusting
+
+
+_trust = trust_code  # the decorator's keyword shadows the context manager's name
+
+
+def _refuse_untrusted(what: str, key: str) -> None:
+    if not code_trusted():
+        raise UntrustedCode(
+            f"{key}: building this config would run {what}, and lagnet runs code named by a config only when "
+            f"you opt in: if you trust it, {HOW_TO_TRUST}"
+        )
+
+
+def _check_module_allowed(location: str, key: str) -> None:
+    """A module source: not Python's own, in a package the user listed, and code trusted."""
+    top = location.split(".")[0]
+    if top in _STDLIB:
+        raise UntrustedCode(
+            f"{key}: {location!r} is a module of Python's standard library; a system source is your own "
+            "file (my_rig.py:build) or a module of a package you list in " + PACKAGES_ENV
+        )
+    if top not in trusted_packages():
+        listed = ", ".join(trusted_packages()) or "none"
+        raise UntrustedCode(
+            f"{key}: the module {location!r} is not in a package you trust (listed: {listed}): to let "
+            f"configs name modules of {top!r}, set {PACKAGES_ENV}={top} (comma-separated) and opt in "
+            f"({HOW_TO_TRUST})"
+        )
+    _refuse_untrusted(f"the module {location!r}", key)
+
 
 def split_source(source: str) -> tuple[str, str | None]:
     """ "file.py:function" or "package.module:function" → (location, function); "robot.urdf" → (it, None)."""
@@ -37,29 +134,52 @@ def split_source(source: str) -> tuple[str, str | None]:
     return location, attr
 
 
+# Suffixes that make a dotted name a file ("my_rig.py"), not a module ("mypackage.rigs").
+FILE_SUFFIXES = ("py", "urdf", "xml", "mjcf")
+
+
 def is_file(location: str) -> bool:
-    """Whether a source location names a file (a path or a .py/.urdf/.xml name) rather than a module."""
-    return os.sep in location or "/" in location or os.path.splitext(location)[1] != ""
+    """Whether a source location names a file (a path, or a name ending .py/.urdf/.xml/.mjcf or in no dotted
+    identifier) rather than a module."""
+    if os.sep in location or "/" in location:
+        return True
+    parts = location.split(".")
+    return not all(p.isidentifier() for p in parts) or parts[-1].lower() in FILE_SUFFIXES
+
+
+def _failure(e: BaseException) -> str:
+    if isinstance(e, SystemExit):
+        return f"it called sys.exit({e.code!r})"
+    return f"{type(e).__name__}: {e}"
 
 
 def _module(location: str, key: str):
-    """The Python module at `location`: a .py file (imported under a name derived from its path) or a module."""
+    """The Python module at `location`: a .py file (imported under a name derived from its path) or a module
+    of a trusted package; only with code trusted (`trust_code`)."""
     if not is_file(location):
+        _check_module_allowed(location, key)
         try:
             return importlib.import_module(location)
         except ImportError as e:
             raise ConfigError(f"{key}: cannot import module {location!r}: {e}") from None
+        except (Exception, SystemExit) as e:
+            # A module that exits or raises while imported would otherwise end or crash the command silently.
+            raise ConfigError(f"{key}: importing {location} failed: {_failure(e)}") from e
     if not os.path.isfile(location):
         raise ConfigError(f"{key}: file not found: {location}")
     name = "lagnet_user_" + hashlib.sha1(os.path.abspath(location).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(name, location)
+    if spec is None:
+        raise ConfigError(f"{key}: {location} is not a Python file (expected a .py file)")
+    _refuse_untrusted(f"the Python file {location}", key)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         del sys.modules[name]
-        raise ConfigError(f"{key}: running {location} failed: {type(e).__name__}: {e}") from e
+        # Chained: in Python the user's own traceback stays visible (the CLI shows the message alone).
+        raise ConfigError(f"{key}: running {location} failed: {_failure(e)}") from e
     return module
 
 
@@ -69,6 +189,14 @@ def _attribute(module, name: str, key: str, location: str, required: bool = True
         raise ConfigError(f"{key}: {location} defines no {name!r}")
     if value is not None and not callable(value):
         raise ConfigError(f"{key}: {name!r} in {location} is not callable")
+    routine = inspect.isroutine(value) or inspect.isclass(value)
+    origin = str(getattr(value, "__module__", None) or "").split(".")[0] if routine else ""
+    if origin in _STDLIB - {"__main__"}:
+        # `from os import system` in a trusted file must not make `my_rig.py:system` a shell.
+        raise UntrustedCode(
+            f"{key}: {name!r} in {location} is Python's own {origin}.{getattr(value, '__name__', name)}, "
+            "not a function of the file: a system source names a function the file defines"
+        )
     return value
 
 
@@ -86,6 +214,9 @@ def _call(factory: Callable, params: dict, key: str, what: str):
         return factory(**params)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"system.params: {e} ({what})") from None
+    except (Exception, SystemExit) as e:
+        # The user's build failing in any other way is still a config problem: name the code and the error.
+        raise ConfigError(f"{key}: {what} failed: {_failure(e)}") from e
 
 
 def python_system(sc) -> AbstractSystem:
@@ -187,6 +318,9 @@ def robot_system(kind: str):
             return factory(location, **sc.params)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"system ({kind} {location}): {e}") from None
+        except Exception as e:
+            # A description is data: whatever breaks while reading it is a problem of that file.
+            raise ConfigError(f"system ({kind} {location}): {type(e).__name__}: {e}") from None
 
     return build
 

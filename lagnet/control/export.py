@@ -8,6 +8,10 @@ One file, a zip archive (no pickle) of
   `jax.export.deserialize(bytes).call(...)` runs it);
 - `NAME.mlir`: the same module as StableHLO text, for compilers outside JAX (IREE, XLA AOT).
 
+The metadata holds the SHA-256 of every other member (`sha256`) and of itself (`metadata_sha256`, over its
+canonical JSON without that key): `load_exported` refuses an archive whose bytes, names, step, shapes or dtypes
+no longer agree (a `DamagedExport`). The checksums find damage and edits, not an attacker, who can recompute them.
+
 The functions, for one sample each (the weights are constants in the module; dt is the run's):
 
     f(x, u) → ẋ                          ẋ = (q̇, q̈(q, q̇, u)), u (m,) held over any input history
@@ -23,7 +27,9 @@ differentiates: batches and Jacobians are entry points of their own.
 """
 
 import dataclasses
+import hashlib
 import json
+import math
 import os
 import zipfile
 
@@ -40,6 +46,36 @@ from .dynamics import Dynamics, linearise
 FORMAT = "lagnet-export/1"
 METADATA = "metadata.json"
 SUFFIX = ".jaxexport"
+# The backends `jax.export` lowers for; it accepts any name, and a module for an unknown one fails when called.
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+# No member of an archive comes near this; a larger one is damage (or a zip bomb), not a model.
+MAX_MEMBER_BYTES = 1 << 30
+
+
+class DamagedExport(ValueError):
+    """An export archive that cannot be trusted to be what `lagnet export` wrote: truncated, edited or not one."""
+
+
+def _canonical(meta: dict) -> bytes:
+    """The metadata's bytes for its checksum: sorted keys, no spaces, without `metadata_sha256` itself."""
+    rest = {k: v for k, v in meta.items() if k != "metadata_sha256"}
+    return json.dumps(rest, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def check_platforms(platforms) -> tuple[str, ...] | None:
+    """`platforms` as a tuple of the backends JAX lowers for (`PLATFORMS`), or None (this machine's)."""
+    if platforms is None:
+        return None
+    if isinstance(platforms, str):
+        platforms = (platforms,)
+    platforms = tuple(platforms)
+    unknown = [p for p in platforms if p not in PLATFORMS]
+    if unknown or not platforms:
+        raise ValueError(
+            f"export: unknown platform(s) {unknown or '(none given)'}; JAX lowers for {', '.join(PLATFORMS)} "
+            "(e.g. --platforms cpu,cuda)"
+        )
+    return platforms
 
 
 def _entry_points(dyn: Dynamics):
@@ -107,14 +143,17 @@ def export(
     *,
     platforms: tuple[str, ...] | None = None,
     metadata: dict | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Write `dyn`'s `f`, `step`, their Jacobians and batched forms (and with input history `f_history`,
     `step_history`) to the archive `path` (see the module's docstring); returns the metadata written.
 
     The precision is the model's (its leaves' dtype); `platforms` the backends to lower for (default: this
     process's, e.g. ("cpu",); ("cpu", "cuda") gives one module for both). `metadata` adds entries (the run).
+    An existing file at `path` is refused unless `overwrite`; the archive is written atomically either way.
     """
-    check_out_path(path)
+    check_out_path(path, overwrite=overwrite)
+    platforms = check_platforms(platforms)
     leaves = [x for x in jax.tree_util.tree_leaves(dyn.model) if eqx.is_inexact_array(x)]
     # A known system without learned parts has no array leaves: its precision is JAX's default.
     dtype = jnp.result_type(*leaves) if leaves else jnp.result_type(float)
@@ -173,16 +212,23 @@ def export(
         "input_names": list(system.input_names),
         "functions": functions,
         **(metadata or {}),
+        "sha256": {name: hashlib.sha256(content).hexdigest() for name, content in files.items()},
     }
+    meta["metadata_sha256"] = hashlib.sha256(_canonical(meta)).hexdigest()
     _write_archive(path, meta, files)
     return meta
 
 
-def check_out_path(path: str) -> str:
-    """`path` as a file to write: not a folder, and no file where its folders would go (a `ValueError`)."""
+def check_out_path(path: str, *, overwrite: bool = False) -> str:
+    """`path` as a file to write: not a folder, no file where its folders would go, and no file there already
+    unless `overwrite` (a `ValueError`)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise ValueError(f"{path} is a folder; give a file name, e.g. {path}/model{SUFFIX}")
+    if os.path.lexists(path) and not overwrite:
+        raise ValueError(
+            f"{path} already exists: pass --overwrite (overwrite=True) to replace it, or give another --out"
+        )
     try:
         writable_folder(os.path.dirname(os.path.abspath(path)))
     except (OSError, ValueError) as e:
@@ -202,15 +248,24 @@ def _write_archive(path: str, meta: dict, files: dict) -> None:
 
 
 def export_run(
-    path: str, out: str, which: str = "best", *, platforms: tuple[str, ...] | None = None
+    path: str,
+    out: str,
+    which: str = "best",
+    *,
+    platforms: tuple[str, ...] | None = None,
+    overwrite: bool = False,
+    trust_code: bool = False,
 ) -> dict:
     """Export the run `path` (or its checkpoint `RUN/checkpoints/NAME.eqx`) to `out` in the run's own precision
-    (a float64 run needs `jax_enable_x64`, as `lagnet.load`); returns the metadata written."""
-    check_out_path(out)  # before the work of loading and lowering
-    run = load_run(path, which)
+    (a float64 run needs `jax_enable_x64`, as `lagnet.load`); returns the metadata written. A run whose
+    system is Python code needs `trust_code=True`, as `lagnet.load`."""
+    # Before the work of loading and lowering.
+    check_out_path(out, overwrite=overwrite)
+    platforms = check_platforms(platforms)
+    run = load_run(path, which, trust_code=trust_code)
     dyn = Dynamics(run.model, run.integrator, run.dt)
     meta = {"run": os.path.abspath(run.path), "config_name": run.config.name, "checkpoint": which}
-    return export(dyn, out, platforms=platforms, metadata=meta)
+    return export(dyn, out, platforms=platforms, metadata=meta, overwrite=overwrite)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,21 +295,154 @@ class ExportedModel:
 
 def load_exported(path: str) -> ExportedModel:
     """The archive `lagnet export` wrote. Needs only JAX (and flatbuffers); the README shows the same in five
-    lines without lagnet. A float64 model needs `jax_enable_x64` on, as its inputs must be float64."""
+    lines without lagnet. A float64 model needs `jax_enable_x64` on, as its inputs must be float64.
+
+    Every member is checked against its SHA-256 in the metadata, the metadata against its own, and each
+    function's name, argument and result shapes and dtype against the metadata: any damage is a
+    `DamagedExport` (a ValueError) naming what is wrong.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no exported model at {path}")
     try:
-        with zipfile.ZipFile(path) as z:
-            meta = json.loads(z.read(METADATA))
-            names = [n[: -len(SUFFIX)] for n in z.namelist() if n.endswith(SUFFIX)]
-            exported = {n: jax.export.deserialize(bytearray(z.read(n + SUFFIX))) for n in names}
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no exported model at {path}") from None
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a lagnet export archive ({type(e).__name__}: {e})") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: format {meta.get('format')!r}, this lagnet reads {FORMAT!r}")
+        meta, members = _read_members(path)
+        _check_metadata(meta, members)
+        exported = {}
+        for name in meta["functions"]:
+            try:
+                exported[name] = jax.export.deserialize(bytearray(members[name + SUFFIX]))
+            except (
+                Exception
+            ) as e:  # flatbuffers' own errors (struct.error, IndexError, …) on bad bytes
+                raise DamagedExport(
+                    f"{name}{SUFFIX} cannot be read ({type(e).__name__}: {e})"
+                ) from None
+            _check_function(name, exported[name], meta)
+    except DamagedExport as e:
+        raise DamagedExport(f"{path}: not a lagnet export archive, or a damaged one: {e}") from None
     if meta["dtype"] == "float64" and not jax.config.jax_enable_x64:
         raise ValueError(
             f"{path} is float64, but JAX runs without 64-bit floats: call "
             "`jax.config.update('jax_enable_x64', True)` first"
         )
     return ExportedModel(meta, exported)
+
+
+def _read_members(path: str) -> tuple[dict, dict[str, bytes]]:
+    """The metadata and every other member's bytes, each checked against its SHA-256."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+            big = [i.filename for i in infos if i.file_size > MAX_MEMBER_BYTES]
+            if big:
+                raise DamagedExport(f"members {big} claim more than {MAX_MEMBER_BYTES} bytes")
+            content = {i.filename: z.read(i) for i in infos}
+    except DamagedExport:
+        raise
+    except IsADirectoryError:
+        raise DamagedExport("it is a folder") from None
+    except (
+        Exception
+    ) as e:  # zipfile's errors on damaged bytes are many (BadZipFile, zlib.error, EOFError, …)
+        raise DamagedExport(f"not a readable zip archive ({type(e).__name__}: {e})") from None
+    if METADATA not in content:
+        raise DamagedExport(f"no {METADATA}")
+    try:
+        meta = json.loads(content.pop(METADATA).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise DamagedExport(f"{METADATA} is not JSON ({type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise DamagedExport(f"{METADATA} is not a JSON object")
+    if meta.get("format") != FORMAT:
+        raise DamagedExport(f"format {meta.get('format')!r}, this lagnet reads {FORMAT!r}")
+    digests = meta.get("sha256")
+    if not isinstance(digests, dict) or not isinstance(meta.get("metadata_sha256"), str):
+        raise DamagedExport(
+            f"{METADATA} has no checksums (an archive from an older lagnet: export the run again)"
+        )
+    if hashlib.sha256(_canonical(meta)).hexdigest() != meta["metadata_sha256"]:
+        raise DamagedExport(f"{METADATA} was changed after export (its SHA-256 does not match)")
+    if set(digests) != set(content):
+        missing, extra = sorted(set(digests) - set(content)), sorted(set(content) - set(digests))
+        raise DamagedExport(f"members missing {missing}, members not written by lagnet {extra}")
+    for name, data in content.items():
+        if hashlib.sha256(data).hexdigest() != digests[name]:
+            raise DamagedExport(f"{name} was changed after export (its SHA-256 does not match)")
+    return meta, content
+
+
+def _whole(value, least: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _check_metadata(meta: dict, members: dict) -> None:
+    """The metadata's fields have the types and sizes `export` writes, and name the archive's functions."""
+    if meta.get("dtype") not in ("float32", "float64"):
+        raise DamagedExport(f"dtype {meta.get('dtype')!r}, expected 'float32' or 'float64'")
+    dt = meta.get("dt")
+    if not (
+        isinstance(dt, int | float) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0
+    ):
+        raise DamagedExport(f"dt {dt!r}, expected a step > 0 in s")
+    for key in ("n_dof", "n_inputs", "input_history"):
+        if not _whole(meta.get(key), 1 if key == "n_dof" else 0):
+            raise DamagedExport(f"{key} {meta.get(key)!r}, expected a whole number")
+    sizes = {
+        "state_names": 2 * meta["n_dof"],
+        "coordinate_names": meta["n_dof"],
+        "input_names": meta["n_inputs"],
+    }
+    for key, size in sizes.items():
+        names = meta.get(key)
+        if not (
+            isinstance(names, list)
+            and len(names) == size
+            and all(isinstance(n, str) for n in names)
+        ):
+            raise DamagedExport(f"{key} {names!r}, expected {size} names")
+    platforms = meta.get("platforms")
+    if not (isinstance(platforms, list) and platforms and all(p in PLATFORMS for p in platforms)):
+        raise DamagedExport(f"platforms {platforms!r}, expected some of {list(PLATFORMS)}")
+    functions = meta.get("functions")
+    expected = ["f", "step", "f_jacobians", "step_jacobians", "f_batch", "step_batch"]
+    expected += ["f_history", "step_history"] if meta["input_history"] else []
+    if not isinstance(functions, dict) or set(functions) != set(expected):
+        got = sorted(functions) if isinstance(functions, dict) else functions
+        raise DamagedExport(f"functions {got!r}, expected {sorted(expected)}")
+    modules = {n[: -len(SUFFIX)] for n in members if n.endswith(SUFFIX)}
+    if set(functions) != modules:
+        raise DamagedExport(
+            f"functions {sorted(functions)} in {METADATA}, modules {sorted(modules)} in the archive"
+        )
+    for name, entry in functions.items():
+        ok = isinstance(entry, dict) and all(
+            isinstance(entry.get(part), dict)
+            and all(
+                isinstance(shape, list) and all(_whole(d) or d == "b" for d in shape)
+                for shape in entry[part].values()
+            )
+            for part in ("arguments", "results")
+        )
+        if not ok:
+            raise DamagedExport(
+                f"functions.{name}: expected arguments and results with their shapes"
+            )
+
+
+def _check_function(name: str, exported, meta: dict) -> None:
+    """The module is the function the metadata names, with its argument and result shapes and dtype."""
+    if exported.fun_name != name:
+        raise DamagedExport(
+            f"{name}{SUFFIX} holds the function {exported.fun_name!r}, not {name!r}"
+        )
+    entry = meta["functions"][name]
+    for part, avals in (("arguments", exported.in_avals), ("results", exported.out_avals)):
+        want = [[str(d) for d in shape] for shape in entry[part].values()]
+        got = [[str(d) for d in a.shape] for a in avals]
+        if want != got:
+            raise DamagedExport(f"{name}: its {part} have shapes {got}, {METADATA} says {want}")
+        dtypes = {str(a.dtype) for a in avals}
+        if dtypes != {meta["dtype"]}:
+            raise DamagedExport(
+                f"{name}: its {part} are {sorted(dtypes)}, {METADATA} says {meta['dtype']}"
+            )

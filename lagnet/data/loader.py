@@ -902,8 +902,28 @@ def _episode_trajectory(
         meta=table.meta,
     )
     if mapping.resample is not None:
+        _check_resample(mapping.resample, traj)
         traj = traj.resample(mapping.resample)
     return traj
+
+
+# Finer than this many times the measured samples, `resample` invents data (and memory runs out long before).
+MAX_UPSAMPLING = 100
+
+
+def _check_resample(dt: float, traj: Trajectory) -> None:
+    """`mapping.resample` leaves at least 2 samples of the recording and does not multiply them absurdly."""
+    rows = int(np.floor(traj.duration / dt + 1e-9)) + 1 if np.isfinite(traj.duration) else 0
+    if rows < 2:
+        raise ValueError(
+            f"mapping.resample = {dt:g} s is longer than the recording {traj.source} ({traj.duration:.6g} s): "
+            "it would leave one sample; give a step shorter than the recording"
+        )
+    if rows > MAX_UPSAMPLING * traj.n_rows:
+        raise ValueError(
+            f"mapping.resample = {dt:g} s would make {rows} samples of the {traj.n_rows} measured in "
+            f"{traj.source} (more than {MAX_UPSAMPLING}× finer): give a step near the measured one"
+        )
 
 
 def _check_time_increases(

@@ -8,7 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..config import Config, build_integrator, build_model, build_system, load_config
+from ..config import Config, build_integrator, build_model, build_system, load_config, sources
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from .checkpoints import DamagedManifest, check_model_file
@@ -70,16 +70,39 @@ def split_checkpoint_path(path: str, which: str = "best") -> tuple[str, str]:
     return path, which
 
 
-def load_run(path: str, which: str = "best", *, dtype: str | None = None) -> Run:
+def check_run_source(run_dir: str, config: Config, spec: RunSpec) -> None:
+    """The run's system source file is the one run.json records, unchanged (`RunSpec.check_source`)."""
+    source = config.system.source
+    if config.system.name in sources.SOURCED and source is not None:
+        spec.check_source(run_dir, sources.source_file(source))
+
+
+def load_run(
+    path: str,
+    which: str = "best",
+    *,
+    dtype: str | None = None,
+    trust_code: bool = False,
+) -> Run:
     """The run in directory `path` (or a checkpoint file `RUN/checkpoints/NAME.eqx`), with the leaves of
     checkpoints/<which>.eqx. `dtype` casts the model (default: the run's own precision).
 
     best.eqx and last.eqx are checked against the newest committed training state (their SHA-256 in the
     checkpoint manifest): in a finished run a mismatch is a ValueError, in an interrupted one a warning
-    (`lagnet.run.checkpoints.check_model_file`)."""
+    (`lagnet.run.checkpoints.check_model_file`).
+
+    A run whose system is Python code (`system.name: python | lagrangian`) runs that code to rebuild the model:
+    only with `trust_code=True` (or the CLI's --trust-code, LAGNET_TRUST_CODE=1), and only the copy in the
+    run's `system/` folder whose SHA-256 run.json records (see docs/guides/security.md)."""
+    with sources.trust_code(trust_code):
+        return _load_run(path, which, dtype)
+
+
+def _load_run(path: str, which: str, dtype: str | None) -> Run:
     run_dir, which = split_checkpoint_path(path, which)
     config = read_config(run_dir)
     spec = RunSpec.read(run_dir)
+    check_run_source(run_dir, config, spec)
     check_precision(spec.dtype, f"the run {run_dir}")
     folder = os.path.join(run_dir, "checkpoints")
     try:

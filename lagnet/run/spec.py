@@ -1,12 +1,26 @@
-"""What a trained run is, beyond its config: the step it was trained at and its precision, in `run.json`."""
+"""What a trained run is, beyond its config: the step it was trained at, its precision and the SHA-256 of the
+system source it keeps, in `run.json`."""
 
 import dataclasses
 import json
 import os
 
-from .files import save_json
+from .files import save_json, sha256_file
 
 SPEC_FILE = "run.json"
+# The run's own copy of a system source file (`lagnet.run.training.keep_system_source` writes it).
+SOURCE_DIR = "system"
+
+
+def source_digests(run_dir: str) -> dict[str, str]:
+    """{"system/NAME": SHA-256 hex} of every file in the run's `system/` folder."""
+    folder = os.path.join(run_dir, SOURCE_DIR)
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    paths = {f"{SOURCE_DIR}/{n}": os.path.join(folder, n) for n in names if not n.startswith(".")}
+    return {rel: sha256_file(path) for rel, path in paths.items() if os.path.isfile(path)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,15 +31,20 @@ class RunSpec:
       which is checked against them): the step `lagnet.load(run).step` takes. Its one source.
     - `dtype`: "float32" or "float64", the precision of the saved leaves.
     - `input_history`: k, the past inputs the model reads (its inputs have m (k + 1) entries).
+    - `sources`: {"system/NAME": SHA-256} of the system source files the run keeps, recorded by `save`
+      (None for a run written before they were recorded). A run whose source differs is refused on load.
     """
 
     dt: float
     dtype: str
     input_history: int
     lagnet_version: str
+    sources: dict[str, str] | None = None
 
     def save(self, run_dir: str) -> None:
-        save_json(os.path.join(run_dir, SPEC_FILE), dataclasses.asdict(self))
+        """Write run.json, with the digests of the files in `run_dir/system/` as they are now."""
+        record = {**dataclasses.asdict(self), "sources": source_digests(run_dir)}
+        save_json(os.path.join(run_dir, SPEC_FILE), record)
 
     @classmethod
     def read(cls, run_dir: str) -> "RunSpec":
@@ -33,10 +52,46 @@ class RunSpec:
         try:
             with open(path, encoding="utf-8") as f:
                 raw = json.load(f)
-            return cls(**{f.name: raw[f.name] for f in dataclasses.fields(cls)})
+            required = [f.name for f in dataclasses.fields(cls) if f.name != "sources"]
+            sources = raw.get("sources")
+            if sources is not None and not (
+                isinstance(sources, dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in sources.items())
+            ):
+                raise TypeError(
+                    f"'sources' must map file names to SHA-256 strings, got {sources!r}"
+                )
+            return cls(**{name: raw[name] for name in required}, sources=sources)
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"{run_dir}: no {SPEC_FILE} (not a run directory, or one whose training never started)"
             ) from None
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{path}: not a valid run spec ({type(e).__name__}: {e})") from None
+
+    def check_source(self, run_dir: str, source_path: str | None) -> None:
+        """Refuse a system source file that is not the run's own recorded copy, or whose bytes changed.
+
+        `source_path`: the file the run's config.yaml names (None: a registered system or a module). The
+        check keeps a run folder from running other code than it was trained with; it is no substitute for
+        trusting the folder (run.json itself can be edited): see docs/guides/security.md.
+        """
+        if source_path is None or self.sources is None:
+            return
+        rel = os.path.relpath(os.path.abspath(source_path), os.path.abspath(run_dir))
+        rel = rel.replace(os.sep, "/")
+        if rel not in self.sources:
+            recorded = ", ".join(self.sources) or "none"
+            raise ValueError(
+                f"{run_dir}: config.yaml names the system source {source_path}, which is not a file the run "
+                f"recorded in {SPEC_FILE} (recorded: {recorded}); a run loads only the source it was trained "
+                "with"
+            )
+        digest = sha256_file(source_path)
+        if digest != self.sources[rel]:
+            raise ValueError(
+                f"{run_dir}: the system source {rel} "
+                + ("is missing" if digest is None else "changed since training")
+                + f" (its SHA-256 is recorded in {SPEC_FILE}); restore the file the run was trained with, "
+                "or retrain"
+            )

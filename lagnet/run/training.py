@@ -22,7 +22,7 @@ import optax
 from .. import parallel
 from .._version import __version__
 from ..config import Config, ConfigError, build_integrator, build_model, build_system
-from ..config.sources import source_file, split_source
+from ..config.sources import accepts_trust_code, source_file, split_source
 from ..data.windows import make_windows, split_by_file, split_by_time
 from ..models import PINODE, start_physics_from
 from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
@@ -42,6 +42,7 @@ from .files import (
 )
 from .identification import identify_physics, save_identified
 from .load import CONFIG_FILE, as_dtype, check_precision, load_run
+from .lock import locks_run_dir
 from .recordings import check_enough_samples, load_recordings, measured_step, sample_statistics
 from .spec import SPEC_FILE, RunSpec
 from .validation import outlier_segments, segment_errors
@@ -397,6 +398,8 @@ class _RunFiles(Callback):
         self.commit(state)
 
 
+@accepts_trust_code
+@locks_run_dir
 def train_run(
     config: Config,
     run_dir: str,

@@ -475,10 +475,24 @@ def mujoco_model(source: str | os.PathLike, *, string: bool = False):
     return (_compile_string(source) if string else _compile_file(source, None))[0]
 
 
+def _parse_xml(source: str, *, string: bool = False) -> ET.Element:
+    """The root element of an XML document (a file, or the text itself with `string`); a malformed one is a
+    `ValueError` naming the file, the line and column, and the parser's message."""
+    where = "the XML string" if string else source
+    try:
+        return ET.fromstring(source) if string else ET.parse(source).getroot()
+    except ET.ParseError as e:
+        line, column = e.position
+        problem = str(e).split(":")[0]
+        raise ValueError(
+            f"RigidBodyTree: {where} is not well-formed XML: {problem} at line {line}, column {column + 1}"
+        ) from None
+
+
 def _compile_string(xml: str):
     import mujoco
 
-    root = ET.fromstring(xml)
+    root = _parse_xml(xml, string=True)
     if root.tag == "robot":
         xml = _urdf_for_dynamics(root)
     elif root.tag != "mujoco":
@@ -492,7 +506,7 @@ def _compile_file(path, expected: str | None):
     import mujoco
 
     path = os.fspath(path)
-    tag = ET.parse(path).getroot().tag
+    tag = _parse_xml(path).tag
     if expected is not None and tag != expected:
         kind = {"robot": "URDF <robot>", "mujoco": "MJCF <mujoco>"}[expected]
         raise ValueError(f"RigidBodyTree: {path} is not a {kind} document (root <{tag}>)")

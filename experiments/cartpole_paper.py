@@ -80,7 +80,7 @@ def table(rows, with_baselines: bool):
             + " |"
         )
     if with_baselines:
-        for base in ("known physics", "hold initial state"):
+        for base in (rows[0].get("baseline", "known physics"), "hold initial state"):
             e = rows[0]["errors"][base]
             lines.append(
                 f"| {base} | "

@@ -120,6 +120,7 @@ def train(out: str, sets: list[str], train_runs, reuse: bool = False) -> float:
         out,
         "--overwrite",
         "--quiet",
+        "--trust-code",  # the config's system is the lab's Python source (dfki_torque_gains.py)
     ]
     for s in extra:
         command += ["--set", s]
@@ -169,7 +170,7 @@ class Scorer:
         return self._lab[run_id, horizon]
 
     def score(self, run_dir: str, run_id: str) -> dict:
-        run = load_run(run_dir, "best", dtype="float64")
+        run = load_run(run_dir, "best", dtype="float64", trust_code=True)
         result = {}
         for h in HORIZONS:
             model, lab = self.errors(run, run_id, h), self.lab(run_id, h)

@@ -20,6 +20,7 @@ from .config import Config as Config
 from .config import ConfigError as ConfigError
 from .config import load_config as load_config
 from .config import register_system as register_system
+from .config.sources import trust_code as trust_code
 from .control import Dynamics as Dynamics
 from .control import load as load
 from .control import load_exported as load_exported

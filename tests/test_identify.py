@@ -65,7 +65,9 @@ def test_a_fit_that_ends_on_its_bound_is_reported(windows):
     start = PINODE(
         Pendulum(mass=1.5),
         friction=JointFriction(1, coulomb={0: TRUE["coulomb"]}, viscous={0: TRUE["viscous"]}),
-        learn_parameters={"mass": {"lower": 1.2}},  # the data's mass is 1: the fit wants below its lower bound
+        learn_parameters={
+            "mass": {"lower": 1.2}
+        },  # the data's mass is 1: the fit wants below its lower bound
     )
     result = identify(start, RK4(), windows, _loss())
     hits = {h["name"]: h for h in result.at_bound()}

@@ -98,11 +98,20 @@ def run(args) -> int:
     result = train_run(
         config, out, progress=not args.quiet, resume=args.resume, overwrite=args.overwrite
     )
+    metric = {
+        "loss": "loss",
+        "final_error": "final error (mean over coordinates)",
+        "relative_error": "final error relative to the physics (mean over coordinates)",
+    }[result.select_by]
     print(
-        f"trained {config.name} ({config.model.type}): best validation "
-        f"{'loss' if config.training.select_by == 'loss' else 'final error (mean over coordinates)'} "
+        f"trained {config.name} ({config.model.type}): best validation {metric} "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"
     )
+    if result.fallback == "physics":
+        print(
+            "  no trained epoch beat the identified physics on validation: the run ships the physics "
+            "(summary.json: fallback)"
+        )
     for line in describe_physics(physics_summary(result.model)):
         print("  " + line)
     return 0

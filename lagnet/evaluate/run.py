@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..config.sources import accepts_trust_code
 from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horizon
 from ..models import PINODE, physics_prior
 from ..rollout import rollout_solution
@@ -423,6 +424,7 @@ def _windows_description(stride, starts, seed) -> str:
     return f"windows drawn at random (seed {seed}) from all start samples"
 
 
+@accepts_trust_code
 def evaluate_run(
     run_dir: str,
     data_paths=None,

@@ -479,7 +479,7 @@ def train_run(
     if main and val_trajs and len(val_trajs) <= 200:
         scores = segment_errors(model, integrator, loss, val_trajs, val_h)
         for message in outlier_segments(scores, val_trajs):
-            warnings.warn(f"{config.name}: {message}", stacklevel=2)
+            warnings.warn(f"{config.name}: {message}", stacklevel=4)
     select_by = tc.select_by
     if select_by == "auto":
         select_by = "relative_error" if validation is not None else "loss"
@@ -544,14 +544,14 @@ def train_run(
             f"the validation data ({select_by}) in {result.epochs_run} epochs, so the run ships the physics "
             "(checkpoints/best.eqx is the model with its network at zero). The network does not help on "
             "this data as trained: check with `lagnet cv`, or give it more varied data",
-            stacklevel=2,
+            stacklevel=4,
         )
     elif trains and result.epochs_run > 0 and not improved and np.isfinite(result.best_loss):
         warnings.warn(
             f"{config.name}: the validation score never beat the untrained model's "
             f"({select_by}) in {result.epochs_run} epochs, so checkpoints/best.eqx is the untrained "
             "model (try another learning rate, horizon or network size, and compare with `lagnet cv`)",
-            stacklevel=2,
+            stacklevel=4,
         )
     if main:
         params, _ = eqx.partition(result.model, result.model.trainable())

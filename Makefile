@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint format fuzz bench clean
+.PHONY: setup run test test-profile lint format fuzz bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,8 +31,17 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The whole suite on TEST_WORKERS processes (pytest-xdist), each test file on one of them, so that a file's
+# shared fixtures (trained runs, compiled programs) are built once.  `make test TEST_WORKERS=0` runs it in
+# this process alone.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
+
+# The suite's duration profile: the slowest tests and each file's total, with the time JAX spent compiling.
+test-profile: $(STAMP)
+	$(BIN)/python tools/test_profile.py $(PYTEST_PARALLEL)
 
 # Opt-in, not part of `make test`: the bad-input property tests with new random examples (ten times as many,
 # not derandomised; tests/conftest.py's `explore` profile). A failure prints the example and a reproduce blob.

@@ -1,5 +1,7 @@
 import gc
+import json
 import os
+import time
 
 import jax
 import pytest
@@ -21,16 +23,82 @@ os.environ.setdefault("LAGNET_COMPILATION_CACHE", "off")
 jax.config.update("jax_enable_x64", True)
 
 
+def memory_mappings() -> int | None:
+    """How many memory mappings this process holds (Linux), or None where /proc does not say."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return None
+
+
+def mapping_budget() -> int:
+    """A third of the kernel's per-process limit on mappings (vm.max_map_count, 65,530 by default)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read()) // 3
+    except (OSError, ValueError):
+        return 65_530 // 3
+
+
+MAPPING_BUDGET = mapping_budget()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
-    """Free every module's compiled programs when it ends. Each XLA CPU executable holds a few memory mappings;
-    the whole suite's in one process grew towards Linux's default vm.max_map_count (65,530 mappings: 31,700 at
-    58 % of the suite, still rising), and XLA crashed compiling a program in the last test file (stop 24)."""
+    """Free the compiled programs when a module ends, if the process holds many memory mappings. Each XLA CPU
+    executable holds a few; the whole suite's in one process grew towards Linux's default vm.max_map_count
+    (65,530: 31,700 at 58 % of the suite, still rising), and XLA crashed compiling a program in the last test
+    file. Clearing after every module kept it bounded but made each module recompile the programs the
+    modules before it had compiled (the same model steps, losses and eager operations): clearing once a
+    third of the limit is used keeps the bound and compiles each program once per stretch of modules.
+    Where the count cannot be read, every module clears, as before."""
     yield
-    jax.clear_caches()
-    gc.collect()
+    count = memory_mappings()
+    if count is None or count > MAPPING_BUDGET:
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture
 def key():
     return jax.random.key(0)
+
+
+# `make test-profile` (tools/test_profile.py) sets LAGNET_TEST_PROFILE to a folder: every test's wall and CPU
+# time (setup, call and teardown; CPU time, all threads of this process, says what the test costs even on a
+# busy machine) and the seconds JAX spent tracing, lowering and compiling in it are written there, one JSON
+# line per test and one file per process (pytest-xdist workers included).
+PROFILE_DIR = os.environ.get("LAGNET_TEST_PROFILE")
+if PROFILE_DIR:
+    from jax import monitoring
+
+    COMPILE_EVENTS = {
+        "/jax/core/compile/jaxpr_trace_duration": "trace_s",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+        "/jax/core/compile/backend_compile_duration": "compile_s",
+    }
+    compile_seconds = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
+
+    def record_compile(event, duration, **_):
+        if event in COMPILE_EVENTS:
+            compile_seconds[COMPILE_EVENTS[event]] += duration
+
+    monitoring.register_event_duration_secs_listener(record_compile)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        compile_seconds.update(dict.fromkeys(compile_seconds, 0.0))
+        start, cpu = time.perf_counter(), time.process_time()
+        try:
+            return (yield)
+        finally:
+            line = {
+                "test": item.nodeid,
+                "wall_s": time.perf_counter() - start,
+                "cpu_s": time.process_time() - cpu,
+                **compile_seconds,
+            }
+            path = os.path.join(PROFILE_DIR, f"{os.getpid()}.jsonl")
+            with open(path, "a") as f:
+                f.write(json.dumps(line) + "\n")

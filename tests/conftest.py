@@ -1,11 +1,16 @@
+import atexit
 import gc
 import json
 import os
+import shutil
+import tempfile
 import time
 
 import jax
 import pytest
 from hypothesis import settings
+
+from lagnet.compilation_cache import use_compilation_cache
 
 # Property-based tests draw the same examples on every run, so CI cannot turn red by chance; explore new ones
 # with `make fuzz` (`pytest --hypothesis-profile=explore`): random, not derandomised, and ten times as many
@@ -16,8 +21,16 @@ settings.register_profile(
 )
 settings.load_profile("lagnet")
 
-# The CLI, called in-process by tests, would otherwise store compiled programs in ~/.cache for the whole session.
-os.environ.setdefault("LAGNET_COMPILATION_CACHE", "off")
+# Compiled programs are kept in a private temporary folder for the session (JAX's persistent compilation cache,
+# as `lagnet train` keeps them in ~/.cache): a test that builds a program an earlier test compiled (the same
+# config trained again, resumed, killed and resumed, in this process or a `lagnet` child process, which
+# inherits the variable) loads it instead of compiling it again. Every session starts from an empty folder,
+# so each program is still compiled cold once per run, and nothing lands in ~/.cache; pytest-xdist's workers
+# share the folder of the process that starts them. LAGNET_COMPILATION_CACHE=off turns it off.
+if "LAGNET_COMPILATION_CACHE" not in os.environ:
+    os.environ["LAGNET_COMPILATION_CACHE"] = tempfile.mkdtemp(prefix="lagnet-tests-xla-")
+    atexit.register(shutil.rmtree, os.environ["LAGNET_COMPILATION_CACHE"], ignore_errors=True)
+use_compilation_cache()
 
 # Accuracy is asserted throughout the suite: run it in float64.
 jax.config.update("jax_enable_x64", True)
@@ -66,9 +79,9 @@ def key():
 
 
 # `make test-profile` (tools/test_profile.py) sets LAGNET_TEST_PROFILE to a folder: every test's wall and CPU
-# time (setup, call and teardown; CPU time, all threads of this process, says what the test costs even on a
-# busy machine) and the seconds JAX spent tracing, lowering and compiling in it are written there, one JSON
-# line per test and one file per process (pytest-xdist workers included).
+# time (setup, call and teardown; CPU time, of all threads and of the child processes it ran, says what the
+# test costs even on a busy machine) and the seconds JAX spent tracing, lowering and compiling in it are
+# written there, one JSON line per test and one file per process (pytest-xdist workers included).
 PROFILE_DIR = os.environ.get("LAGNET_TEST_PROFILE")
 if PROFILE_DIR:
     from jax import monitoring
@@ -86,17 +99,22 @@ if PROFILE_DIR:
 
     monitoring.register_event_duration_secs_listener(record_compile)
 
+    def cpu_seconds() -> float:
+        """User + system CPU time of this process's threads and of its child processes that have ended."""
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(item, nextitem):
         compile_seconds.update(dict.fromkeys(compile_seconds, 0.0))
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu = time.perf_counter(), cpu_seconds()
         try:
             return (yield)
         finally:
             line = {
                 "test": item.nodeid,
                 "wall_s": time.perf_counter() - start,
-                "cpu_s": time.process_time() - cpu,
+                "cpu_s": cpu_seconds() - cpu,
                 **compile_seconds,
             }
             path = os.path.join(PROFILE_DIR, f"{os.getpid()}.jsonl")

@@ -1,4 +1,3 @@
-import atexit
 import gc
 import json
 import os
@@ -25,12 +24,22 @@ settings.load_profile("lagnet")
 # as `lagnet train` keeps them in ~/.cache): a test that builds a program an earlier test compiled (the same
 # config trained again, resumed, killed and resumed, in this process or a `lagnet` child process, which
 # inherits the variable) loads it instead of compiling it again. Every session starts from an empty folder,
-# so each program is still compiled cold once per run, and nothing lands in ~/.cache; pytest-xdist's workers
-# share the folder of the process that starts them. LAGNET_COMPILATION_CACHE=off turns it off.
-if "LAGNET_COMPILATION_CACHE" not in os.environ:
+# so each program is still compiled cold once per run, and nothing lands in ~/.cache. Each pytest-xdist
+# worker makes its own, so that none waits on another's file lock. A LAGNET_COMPILATION_CACHE set before
+# pytest starts is used as it is (`off` turns the cache off).
+if "LAGNET_COMPILATION_CACHE" not in os.environ or os.environ.get(
+    "LAGNET_TESTS_CACHE_OWNER", str(os.getpid())
+) != str(os.getpid()):
     os.environ["LAGNET_COMPILATION_CACHE"] = tempfile.mkdtemp(prefix="lagnet-tests-xla-")
-    atexit.register(shutil.rmtree, os.environ["LAGNET_COMPILATION_CACHE"], ignore_errors=True)
+    os.environ["LAGNET_TESTS_CACHE_OWNER"] = str(os.getpid())
 use_compilation_cache()
+
+
+def pytest_unconfigure(config):
+    """Remove the session's compilation cache (in each pytest-xdist worker too, before it exits)."""
+    if os.environ.get("LAGNET_TESTS_CACHE_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["LAGNET_COMPILATION_CACHE"], ignore_errors=True)
+
 
 # Accuracy is asserted throughout the suite: run it in float64.
 jax.config.update("jax_enable_x64", True)

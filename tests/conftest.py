@@ -71,10 +71,10 @@ def _release_compiled_programs():
     """Free the compiled programs when a module ends, if the process holds many memory mappings. Each XLA CPU
     executable holds a few; the whole suite's in one process grew towards Linux's default vm.max_map_count
     (65,530: 31,700 at 58 % of the suite, still rising), and XLA crashed compiling a program in the last test
-    file. Clearing after every module kept it bounded but made each module recompile the programs the
-    modules before it had compiled (the same model steps, losses and eager operations): clearing once a
-    third of the limit is used keeps the bound and compiles each program once per stretch of modules.
-    Where the count cannot be read, every module clears, as before."""
+    file. Clearing after every module kept it bounded but made each module compile again what the modules
+    before it had compiled (eager operations, the same rollouts and losses): clearing only once a third of
+    the limit is used keeps the bound and lets later modules reuse them until then. Where the count cannot
+    be read, every module clears."""
     yield
     count = memory_mappings()
     if count is None or count > MAPPING_BUDGET:

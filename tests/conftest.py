@@ -1,9 +1,15 @@
 import gc
+import json
 import os
+import shutil
+import tempfile
+import time
 
 import jax
 import pytest
 from hypothesis import settings
+
+from lagnet.compilation_cache import use_compilation_cache
 
 # Property-based tests draw the same examples on every run, so CI cannot turn red by chance; explore new ones
 # with `make fuzz` (`pytest --hypothesis-profile=explore`): random, not derandomised, and ten times as many
@@ -14,21 +20,66 @@ settings.register_profile(
 )
 settings.load_profile("lagnet")
 
-# The CLI, called in-process by tests, would otherwise store compiled programs in ~/.cache for the whole session.
-os.environ.setdefault("LAGNET_COMPILATION_CACHE", "off")
+# Compiled programs are kept in a private temporary folder for the session (JAX's persistent compilation cache,
+# as `lagnet train` keeps them in ~/.cache): a test that builds a program an earlier test compiled (the same
+# config trained again, resumed, killed and resumed, in this process or a `lagnet` child process, which
+# inherits the variable) loads it instead of compiling it again. Every session starts from an empty folder,
+# so each program is still compiled cold once per run, and nothing lands in ~/.cache. Each pytest-xdist
+# worker makes its own, so that none waits on another's file lock. A LAGNET_COMPILATION_CACHE set before
+# pytest starts is used as it is (`off` turns the cache off).
+if "LAGNET_COMPILATION_CACHE" not in os.environ or os.environ.get(
+    "LAGNET_TESTS_CACHE_OWNER", str(os.getpid())
+) != str(os.getpid()):
+    os.environ["LAGNET_COMPILATION_CACHE"] = tempfile.mkdtemp(prefix="lagnet-tests-xla-")
+    os.environ["LAGNET_TESTS_CACHE_OWNER"] = str(os.getpid())
+use_compilation_cache()
+
+
+def pytest_unconfigure(config):
+    """Remove the session's compilation cache (in each pytest-xdist worker too, before it exits)."""
+    if os.environ.get("LAGNET_TESTS_CACHE_OWNER") == str(os.getpid()):
+        shutil.rmtree(os.environ["LAGNET_COMPILATION_CACHE"], ignore_errors=True)
+
 
 # Accuracy is asserted throughout the suite: run it in float64.
 jax.config.update("jax_enable_x64", True)
 
 
+def memory_mappings() -> int | None:
+    """How many memory mappings this process holds (Linux), or None where /proc does not say."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return None
+
+
+def mapping_budget() -> int:
+    """A third of the kernel's per-process limit on mappings (vm.max_map_count, 65,530 by default)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read()) // 3
+    except (OSError, ValueError):
+        return 65_530 // 3
+
+
+MAPPING_BUDGET = mapping_budget()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
-    """Free every module's compiled programs when it ends. Each XLA CPU executable holds a few memory mappings;
-    the whole suite's in one process grew towards Linux's default vm.max_map_count (65,530 mappings: 31,700 at
-    58 % of the suite, still rising), and XLA crashed compiling a program in the last test file (stop 24)."""
+    """Free the compiled programs when a module ends, if the process holds many memory mappings. Each XLA CPU
+    executable holds a few; the whole suite's in one process grew towards Linux's default vm.max_map_count
+    (65,530: 31,700 at 58 % of the suite, still rising), and XLA crashed compiling a program in the last test
+    file. Clearing after every module kept it bounded but made each module compile again what the modules
+    before it had compiled (eager operations, the same rollouts and losses): clearing only once a third of
+    the limit is used keeps the bound and lets later modules reuse them until then. Where the count cannot
+    be read, every module clears."""
     yield
-    jax.clear_caches()
-    gc.collect()
+    count = memory_mappings()
+    if count is None or count > MAPPING_BUDGET:
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture
@@ -44,3 +95,47 @@ def trusted_code():
 
     with trust_code():
         yield
+
+
+# `make test-profile` (tools/test_profile.py) sets LAGNET_TEST_PROFILE to a folder: every test's wall and CPU
+# time (setup, call and teardown; CPU time, of all threads and of the child processes it ran, says what the
+# test costs even on a busy machine) and the seconds JAX spent tracing, lowering and compiling in it are
+# written there, one JSON line per test and one file per process (pytest-xdist workers included).
+PROFILE_DIR = os.environ.get("LAGNET_TEST_PROFILE")
+if PROFILE_DIR:
+    from jax import monitoring
+
+    COMPILE_EVENTS = {
+        "/jax/core/compile/jaxpr_trace_duration": "trace_s",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+        "/jax/core/compile/backend_compile_duration": "compile_s",
+    }
+    compile_seconds = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
+
+    def record_compile(event, duration, **_):
+        if event in COMPILE_EVENTS:
+            compile_seconds[COMPILE_EVENTS[event]] += duration
+
+    monitoring.register_event_duration_secs_listener(record_compile)
+
+    def cpu_seconds() -> float:
+        """User + system CPU time of this process's threads and of its child processes that have ended."""
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        compile_seconds.update(dict.fromkeys(compile_seconds, 0.0))
+        start, cpu = time.perf_counter(), cpu_seconds()
+        try:
+            return (yield)
+        finally:
+            line = {
+                "test": item.nodeid,
+                "wall_s": time.perf_counter() - start,
+                "cpu_s": cpu_seconds() - cpu,
+                **compile_seconds,
+            }
+            path = os.path.join(PROFILE_DIR, f"{os.getpid()}.jsonl")
+            with open(path, "a") as f:
+                f.write(json.dumps(line) + "\n")

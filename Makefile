@@ -5,11 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-<<<<<<< HEAD
-.PHONY: setup run test lint docs format fuzz bench clean
-=======
-.PHONY: setup run test test-profile lint format fuzz bench clean
->>>>>>> tests
+.PHONY: setup run test test-profile lint docs format fuzz bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,27 +31,22 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-<<<<<<< HEAD
 # The documentation site (mkdocs-material + mkdocstrings) into site/; --strict makes a broken link, a missing
 # include or a docstring mkdocstrings cannot read an error. The reference pages are generated from the code.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-test: lint docs
-	$(BIN)/python -m pytest
-=======
 # The whole suite on TEST_WORKERS processes (pytest-xdist), each test file on one of them, so that a file's
 # shared fixtures (trained runs, compiled programs) are built once.  `make test TEST_WORKERS=0` runs it in
 # this process alone.
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile
-test: lint
+test: lint docs
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
 
 # The suite's duration profile: the slowest tests and each file's total, with the time JAX spent compiling.
 test-profile: $(STAMP)
 	$(BIN)/python tools/test_profile.py $(PYTEST_PARALLEL)
->>>>>>> tests
 
 # Opt-in, not part of `make test`: the bad-input property tests (configs, data files, user-system configs, robot
 # files, export archives) with new random examples (ten times as many,

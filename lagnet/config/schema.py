@@ -228,10 +228,11 @@ class IdentificationConfig(_Section):
         one_of(("solver", "none")),
     )
     refine: bool = option(
-        False,
+        True,
         (bool,),
-        "after identification, let training keep changing the physics too (false: the network learns only "
-        "what the identified physics cannot, and cannot take over a friction term)",
+        "after identification, training keeps adjusting the physics together with the network (from the "
+        "identified values, within the bounds); false: the physics stays exactly as identified and the network "
+        "learns only what it cannot explain (benchmarks/distribution_shift.py measures both)",
     )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive

@@ -161,3 +161,12 @@ def test_identification_off_keeps_the_config_values(pendulum_csv, tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["identification"] is None
     assert summary["physics"]["friction"]["coulomb"]["theta"] == 0.0
+
+
+def test_lagnet_load_says_when_a_run_ships_its_physics(pendulum_csv, tmp_path):
+    import lagnet
+
+    train_run(_config(pendulum_csv), str(tmp_path / "run"), progress=False)
+    dyn = lagnet.load(str(tmp_path / "run"))
+    assert dyn.fallback == "physics" and "fallback='physics'" in repr(dyn)
+    assert lagnet.load(str(tmp_path / "run"), "last").fallback is None

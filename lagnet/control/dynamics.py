@@ -51,6 +51,9 @@ class Dynamics(eqx.Module):
     model: AbstractDynamics
     integrator: AbstractIntegrator
     dt: float = eqx.field(static=True)
+    # Where the model came from, when that matters to its user: "physics" for a run that shipped its identified
+    # physics because no trained epoch beat it (`lagnet.load` reads it from the run's summary.json).
+    fallback: str | None = eqx.field(static=True, default=None)
 
     # `jax.jit(dyn.f)` hashes the bound method, and with it `dyn`: the dataclass hash of the fields fails on the
     # model's arrays (unhashable). By identity instead: one `Dynamics` is one function, compiled once per

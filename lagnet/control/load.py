@@ -1,5 +1,8 @@
 """`lagnet.load`: a trained run as control-ready `Dynamics`, without the training machinery."""
 
+import json
+import os
+
 from ..run.load import load_run
 from .dynamics import Dynamics
 
@@ -15,4 +18,11 @@ def load(
     only with `trust_code=True` (the code is run; see docs/guides/security.md).
     """
     run = load_run(path, which, dtype=dtype, trust_code=trust_code)
-    return Dynamics(run.model, run.integrator, run.dt)
+    fallback = None
+    if which == "best":
+        try:
+            with open(os.path.join(run.path, "summary.json"), encoding="utf-8") as f:
+                fallback = json.load(f).get("fallback")
+        except (OSError, ValueError, AttributeError):
+            fallback = None  # an unfinished run has no summary yet
+    return Dynamics(run.model, run.integrator, run.dt, fallback)

@@ -170,3 +170,36 @@ def test_lagnet_load_says_when_a_run_ships_its_physics(pendulum_csv, tmp_path):
     dyn = lagnet.load(str(tmp_path / "run"))
     assert dyn.fallback == "physics" and "fallback='physics'" in repr(dyn)
     assert lagnet.load(str(tmp_path / "run"), "last").fallback is None
+
+
+def test_a_residual_zero_at_rest_keeps_the_physics_equilibria():
+    """With zero_at_rest, q̈ at rest without input equals the physics prior's for any network; it differs in
+    motion (the test could fail: a random network moves it there)."""
+    import jax
+
+    from lagnet.models import StateFeatures, make_mlp
+    from lagnet.systems import CartPole
+
+    system = CartPole()
+    features = StateFeatures(system.angles, 1)
+    network = make_mlp(
+        features.size,
+        2,
+        width=8,
+        depth=1,
+        activation="tanh",
+        final_activation="tanh",
+        zero_output=False,
+        key=jax.random.key(1),
+    )
+    model = PINODE(system, network=network, features=features, output_scale=3.0, zero_at_rest=True)
+    prior = model.physics_prior()
+    for q in (jnp.array([0.1, jnp.pi]), jnp.array([-0.3, 0.4])):
+        rest = jnp.zeros(2)
+        assert np.allclose(
+            model.acceleration(q, rest, jnp.zeros(1)), prior.acceleration(q, rest, None)
+        )
+        moving = jnp.array([0.5, -1.0])
+        assert not np.allclose(
+            model.acceleration(q, moving, jnp.zeros(1)), prior.acceleration(q, moving, None)
+        )

@@ -215,6 +215,7 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         input_history=mc.input_history,
         friction_trainable=mc.friction.trainable,
         region=region,
+        zero_at_rest=mc.zero_at_rest,
     )
 
 

@@ -284,6 +284,12 @@ class ModelConfig(_Section):
         "where there was no data: `TrainingRegion`); none = the network acts everywhere",
         one_of(("box", "none")),
     )
+    zero_at_rest: bool = option(
+        False,
+        (bool,),
+        "pinode: the residual is Q_θ(q, q̇, u) − Q_θ(q, 0, 0), zero at rest without input, so the known "
+        "physics' equilibria (the upright a controller trims at) stay equilibria of the model",
+    )
     gate_margin: float = option(
         0.1,
         NUM,

@@ -29,6 +29,8 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
       once they are identified (`lagnet.train.identify`), so the network learns only what physics cannot.
     - `region`: optional `TrainingRegion` g(q, q̇): the residual is g · s · Q_θ, the network where the training
       states lie and the physics alone beyond them.
+    - `zero_at_rest`: the residual is Q_θ(q, q̇, u) − Q_θ(q, 0, 0), zero at rest without input (as friction
+      and drag are), so the known physics' equilibria stay the model's.
     - `input_history`: the network also sees the last k inputs (u is then (m · (k + 1),), newest first), since with a
       lagging actuator (q, q̇, u) alone is not Markov. The physics uses only the newest input.
 
@@ -47,6 +49,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     output_scale: OutputScale | None
     region: TrainingRegion | None
     input_history: int = eqx.field(static=True)
+    zero_at_rest: bool = eqx.field(static=True)
     friction_trainable: bool = eqx.field(static=True)
     physics_trainable: bool = eqx.field(static=True)
 
@@ -64,6 +67,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         friction_trainable: bool = True,
         physics_trainable: bool = True,
         region: TrainingRegion | None = None,
+        zero_at_rest: bool = False,
     ):
         self.system = system
         self.friction = friction
@@ -97,6 +101,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
             self.output_scale = OutputScale(scale)
         self.region = region if network is not None else None
         self.input_history = int(input_history)
+        self.zero_at_rest = bool(zero_at_rest)
         self.friction_trainable = bool(friction_trainable)
         self.physics_trainable = bool(physics_trainable)
 
@@ -151,6 +156,11 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
             force = force + self.friction(qd)
         if self.network is not None:
             out = self.output_scale(self.network(self.features(q, qd, u)))
+            if self.zero_at_rest:
+                # Q_θ(q, q̇, u) − Q_θ(q, 0, 0): no residual force at rest without input, so the physics'
+                # equilibria stay equilibria (a controller's trim point is the physics', not the network's).
+                rest = self.features(q, jnp.zeros_like(qd), jnp.zeros_like(u))
+                out = out - self.output_scale(self.network(rest))
             if self.region is not None:
                 out = self.region(q, qd).astype(out.dtype) * out
             force = force + place(out.astype(force.dtype), self.force_on, force.shape[0])

@@ -390,7 +390,8 @@ def fit(
             return np.asarray(final) / base
 
         def score(value, final):
-            if select_by == "loss":
+            if select_by == "loss" or not np.isfinite(value):
+                # A non-finite loss makes any error score meaningless (a ratio of two overflowed errors is 1).
                 return value
             if select_by == "final_error":
                 return float(np.mean(final))

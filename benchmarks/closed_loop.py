@@ -100,7 +100,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         if args.collect:
-            runs = dict(item.split("=", 1) for item in args.collect)
+            runs = dict(item.rsplit("=", 1) for item in args.collect)
         else:
             runs = train_and_evaluate(folder)
         rows = {name: row_of(run) for name, run in runs.items()}

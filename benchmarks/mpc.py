@@ -80,10 +80,9 @@ ITERATIONS = 10  # lagnet: L-BFGS steps per control step (the fixed budget)
 # the median on random states); 6 cut the p99 by half for +2.4 % open-loop cost (the session's measurement).
 LINESEARCH_STEPS = 6
 # ... and at most this many evaluations of the cost and its gradient per solve (no iteration starts after them):
-# a solve makes at most MAX_EVALUATIONS + LINESEARCH_STEPS, so its time is bounded whatever the state. 16, not 20
-# since stop 28: with 20 the PINODEs' p99 was 21.2–25.4 ms in four closed loops, with 16 17.7–18.8 ms (0.7–1.1 ms
-# per evaluation on these 2 cores, stop 25's and 28's measurements), at the same success (1 of 8 runs either way)
-# and ±8 % closed-loop cost.
+# a solve makes at most MAX_EVALUATIONS + LINESEARCH_STEPS, so its time is bounded whatever the state. 16, not 20:
+# with 20 the PINODEs' p99 was 21.2–25.4 ms in four closed loops, with 16 17.7–18.8 ms (0.7–1.1 ms per evaluation
+# on 2 cores), at the same success (1 of 8 runs either way) and ±8 % closed-loop cost (experiments/CONTROL.md §3).
 MAX_EVALUATIONS = 16
 FIRST_ITERATIONS = 100  # the first (cold, untimed) solve of both
 # IPOPT on the PINODE takes seconds per solve (its ReLU network's exact Hessian through 4 H RK4 stages): timed

@@ -18,6 +18,26 @@ def damped(system, damping):
     return PINODE(system, friction=JointFriction(system.n_dof, viscous=dict(enumerate(damping))))
 
 
+def random_cartpole_pinode(input_history=0, **model):
+    """A cart-pole PINODE with a small random (not zero) tanh network: arrays in the model, a residual that acts."""
+    from lagnet.models import StateFeatures, make_mlp
+    from lagnet.systems import CartPole
+
+    system = CartPole()
+    features = StateFeatures(system.angles, 1 + input_history)
+    net = make_mlp(
+        features.size,
+        2,
+        width=8,
+        depth=1,
+        activation="tanh",
+        final_activation="identity",
+        zero_output=False,
+        key=jax.random.key(0),
+    )
+    return PINODE(system, network=net, features=features, input_history=input_history, **model)
+
+
 # The columns `write_pendulum_csv` writes, as a config's `data.mapping`.
 PENDULUM_MAPPING = {
     "time": "t",

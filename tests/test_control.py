@@ -4,6 +4,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from helpers import random_cartpole_pinode
 
 from lagnet.control import (
     Dynamics,
@@ -15,7 +16,7 @@ from lagnet.control import (
     lqr,
 )
 from lagnet.integrators import RK4
-from lagnet.models import PINODE, StateFeatures, make_mlp
+from lagnet.models import PINODE
 from lagnet.systems import CartPole, Pendulum
 
 UPRIGHT = jnp.array([0.0, jnp.pi, 0.0, 0.0])
@@ -129,19 +130,7 @@ def test_history_inputs_shift_in_the_past():
     )
     np.testing.assert_array_equal(dyn.history_inputs(us, "held")[0], [1.0, 1.0, 1.0])
     # The MPC plans through the history: with a network that sees past inputs, the cost depends on them.
-    cp = CartPole()
-    features = StateFeatures(cp.angles, 3)
-    net = make_mlp(
-        features.size,
-        2,
-        width=8,
-        depth=1,
-        activation="tanh",
-        final_activation="identity",
-        zero_output=False,
-        key=jax.random.key(0),
-    )
-    dyn = Dynamics(PINODE(cp, network=net, features=features, input_history=2), RK4(), 0.02)
+    dyn = Dynamics(random_cartpole_pinode(input_history=2), RK4(), 0.02)
     mpc = ShootingMPC(dyn, lambda x, u: jnp.sum(x**2), lambda x: 0.0, horizon=5, iterations=1)
     v = jnp.zeros((5, 1))
     x0 = UPRIGHT

@@ -3,28 +3,15 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+from helpers import random_cartpole_pinode
 
 from lagnet.control import Dynamics
 from lagnet.integrators import RK4
-from lagnet.models import PINODE, StateFeatures, make_mlp
-from lagnet.systems import CartPole
 
 
 def trained_like_dynamics():
     """A PINODE with a (random) network: arrays in the model, which a hash of the fields cannot take."""
-    system = CartPole()
-    features = StateFeatures(system.angles, 1)
-    net = make_mlp(
-        features.size,
-        2,
-        width=8,
-        depth=1,
-        activation="tanh",
-        final_activation="identity",
-        zero_output=False,
-        key=jax.random.key(0),
-    )
-    return Dynamics(PINODE(system, network=net, features=features), RK4(), 0.02)
+    return Dynamics(random_cartpole_pinode(), RK4(), 0.02)
 
 
 X = jnp.array([0.1, 2.9, -0.2, 0.7])

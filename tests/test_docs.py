@@ -200,7 +200,8 @@ def test_no_lab_notebook_traces(path):
 
 def test_notebook_trace_patterns_catch_what_they_name():
     samples = {
-        "an internal work round": "measured at stop 27 against",
+        # Split, so that this file itself names no round.
+        "an internal work round": "measured at " + "stop 27 against",
         "a clock time": "three cold runs at 18:20 gave",
         "a load average": "(2 cores, load 0.7–1.6)",
         "first-person lab prose": "each window's own gradient, I take it",

@@ -7,7 +7,7 @@ import warnings
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import PENDULUM_MAPPING, random_cartpole_pinode, write_pendulum_csv
 
 from lagnet.config import validate
 from lagnet.data.trajectory import Trajectory
@@ -175,24 +175,7 @@ def test_lagnet_load_says_when_a_run_ships_its_physics(pendulum_csv, tmp_path):
 def test_a_residual_zero_at_rest_keeps_the_physics_equilibria():
     """With zero_at_rest, q̈ at rest without input equals the physics prior's for any network; it differs in
     motion (the test could fail: a random network moves it there)."""
-    import jax
-
-    from lagnet.models import StateFeatures, make_mlp
-    from lagnet.systems import CartPole
-
-    system = CartPole()
-    features = StateFeatures(system.angles, 1)
-    network = make_mlp(
-        features.size,
-        2,
-        width=8,
-        depth=1,
-        activation="tanh",
-        final_activation="tanh",
-        zero_output=False,
-        key=jax.random.key(1),
-    )
-    model = PINODE(system, network=network, features=features, output_scale=3.0, zero_at_rest=True)
+    model = random_cartpole_pinode(output_scale=3.0, zero_at_rest=True)
     prior = model.physics_prior()
     for q in (jnp.array([0.1, jnp.pi]), jnp.array([-0.3, 0.4])):
         rest = jnp.zeros(2)

@@ -120,11 +120,11 @@ def report(recs: dict, command: str) -> str:
     lines = [
         "# Benchmarks",
         "",
-        f"Produced by `{command}` ({time.strftime('%Y-%m-%d %H:%M')}). "
+        f"Produced by `{command}` ({time.strftime('%Y-%m-%d')}). "
         f"jax {env.get('jax')} on {env.get('backend')} ({env.get('cpus')} cores), diffrax "
         f"{env.get('diffrax')}, torch {env.get('torch', 'absent')}, torchdiffeq "
         f"{env.get('torchdiffeq', 'absent')}; float32. Medians of interleaved repeats after a warm-up; "
-        "compile = first call − steady call. Load averages (1 min) per part are given: the machine is shared.",
+        "compile = first call − steady call.",
         "",
     ]
     measured = {}
@@ -134,7 +134,7 @@ def report(recs: dict, command: str) -> str:
         res = r["results"]
         lines += [
             f"## RK4 rollouts: {r['batch']} cart-poles + 2×64 tanh MLP force, {r['steps']} steps "
-            f"(load {r['load_before'][0]} → {r['load_after'][0]}; torch threads: "
+            f"(torch threads: "
             f"{r.get('torch_threads')})",
             "",
         ]
@@ -180,8 +180,7 @@ def report(recs: dict, command: str) -> str:
     if "rollout_other" in recs:
         r = recs["rollout_other"]
         lines += [
-            f"## Leapfrog and Newmark(¼, ½) rollouts, same model, {r['batch']} × {r['steps']} steps "
-            f"(load {r['load_before'][0]} → {r['load_after'][0]})",
+            f"## Leapfrog and Newmark(¼, ½) rollouts, same model, {r['batch']} × {r['steps']} steps",
             "",
         ]
         rows = []
@@ -201,8 +200,8 @@ def report(recs: dict, command: str) -> str:
         res = r["results"]
         lines += [
             f"## Training steps: {r['horizon']}-step RK4 rollout loss, batch {r['batch']}, value-and-grad, "
-            f"Adam, time per step in runs of {r.get('steps_per_call', 1)} steps (load {r['load_before'][0]} → "
-            f"{r['load_after'][0]}; torch threads: {r['torch_threads']})",
+            f"Adam, time per step in runs of {r.get('steps_per_call', 1)} steps (torch threads: "
+            f"{r['torch_threads']})",
             "",
         ]
         rows = [
@@ -234,7 +233,7 @@ def report(recs: dict, command: str) -> str:
     if "compile_cache" in recs:
         r = recs["compile_cache"]
         lines += [
-            f"## Compilation cache (load {r['load_before'][0]} → {r['load_after'][0]})",
+            "## Compilation cache",
             "",
             f"lagnet's training step compiles in {r['cold']['compile_s']:.2f} s in a fresh process and in "
             f"{r['cached']['compile_s']:.2f} s in the next one, which finds it in the persistent cache "
@@ -245,8 +244,7 @@ def report(recs: dict, command: str) -> str:
     if "train_config" in recs:
         r = recs["train_config"]
         lines += [
-            f"## The paper's config to target accuracy ({r['config']}, load {r['load_before'][0]} → "
-            f"{r['load_after'][0]})",
+            f"## The paper's config to target accuracy ({r['config']})",
             "",
             f"{r['epochs_run']} epochs in {r['train_seconds']:.1f} s wall (first epoch, mostly compilation, "
             f"{fmt(r['first_epoch_seconds'])} s; later epochs {fmt(r['median_epoch_seconds'])} s each); "
@@ -259,7 +257,7 @@ def report(recs: dict, command: str) -> str:
         r = recs["mpc"]
         lines += [
             f"## MPC per control step: lagnet vs CasADi + IPOPT and do-mpc, cart-pole swing-up on the true rig, "
-            f"H = {r['horizon']} (load {r['load_before'][0]} → {r['load_after'][0]}){r['note'] or ''}",
+            f"H = {r['horizon']}{r['note'] or ''}",
             "",
         ]
         rows = []
@@ -303,8 +301,7 @@ def report(recs: dict, command: str) -> str:
     if "long_horizon" in recs:
         r = recs["long_horizon"]
         lines += [
-            f"## Training steps at long horizons: ms per step / peak MB (load {r['load_before'][0]} → "
-            f"{r['load_after'][0]})",
+            "## Training steps at long horizons: ms per step / peak MB",
             "",
         ]
         names = list(next(iter(r["results"].values())))
@@ -324,8 +321,7 @@ def report(recs: dict, command: str) -> str:
         r = recs["time_to_accuracy"]
         runs = [r] + ([r["real"]] if r.get("real") else [])
         lines += [
-            f"## Time to accuracy: `lagnet train CONFIG`, cold (load {r['load_before'][0]} → "
-            f"{r['load_after'][0]})",
+            "## Time to accuracy: `lagnet train CONFIG`, cold",
             "",
             f"Wall time until the validation loss is within {r['within']:.0%} of the run's best. The compile "
             f"time of 3 epochs with a curriculum 5 → 10 → 20 steps is {fmt(r['three_stage_compile_s'])} s "
@@ -371,7 +367,7 @@ def report(recs: dict, command: str) -> str:
         measured["curriculum_compile_ratio"] = r["compile_ratio"]
     if "scaling" in recs:
         r = recs["scaling"]
-        lines += [f"## Scaling, one device (load {r['load_before'][0]} → {r['load_after'][0]})", ""]
+        lines += ["## Scaling, one device", ""]
         lines += table(
             ["batch", "µs / step", "sample-steps/s"],
             [[x["batch"], x["us_per_step"], x["sample_steps_per_s"]] for x in r["batch"]],

@@ -88,7 +88,24 @@ def table(rows: dict) -> str:
             f"{mpc['cost']:.2f} | {mpc['median_ms']:.1f} / {mpc['p99_ms']:.1f} | "
             f"{r['upright_qdd_at_rest']:.3f} | {r['linearisation_signs']} |"
         )
+    for name, group in seed_groups(rows).items():
+        lqr = sum(r["lqr"]["success"] for r in group), sum(r["lqr"]["starts"] for r in group)
+        mpc = sum(r["mpc"]["success"] for r in group), sum(r["mpc"]["starts"] for r in group)
+        lines.append(
+            f"| {name}, {len(group)} seeds together | {lqr[0]}/{lqr[1]} | {mpc[0]}/{mpc[1]} | "
+            f"{sum(r['mpc']['cost'] for r in group) / len(group):.2f} | | | |"
+        )
     return "\n".join(lines)
+
+
+def seed_groups(rows: dict) -> dict:
+    """Rows named "... seed N)" grouped by the rest of their name (only groups of two or more)."""
+    groups: dict = {}
+    for name, r in rows.items():
+        head, sep, _ = name.rpartition(", seed ")
+        if sep:
+            groups.setdefault(head + ")", []).append(r)
+    return {k: v for k, v in groups.items() if len(v) > 1}
 
 
 def main(argv=None):
@@ -97,12 +114,17 @@ def main(argv=None):
         "--collect", nargs="*", metavar="NAME=RUN", help="evaluated runs to tabulate"
     )
     parser.add_argument("--out", default=os.path.join(HERE, "results", "closed_loop.json"))
+    parser.add_argument(
+        "--runs", metavar="FOLDER", help="keep the trained runs here (default: a temporary folder)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         if args.collect:
             runs = dict(item.rsplit("=", 1) for item in args.collect)
         else:
-            runs = train_and_evaluate(folder)
+            if args.runs:
+                os.makedirs(args.runs, exist_ok=True)
+            runs = train_and_evaluate(args.runs or folder)
         rows = {name: row_of(run) for name, run in runs.items()}
     record = {
         "benchmark": "closed_loop",

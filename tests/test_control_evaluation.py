@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lagnet.control import Dynamics
-from lagnet.control.evaluation import control_section, evaluate_control, evaluate_lqr
+from lagnet.control import Dynamics, evaluation
+from lagnet.control.evaluation import control_section, evaluate_control, evaluate_lqr, upright_lqr
 from lagnet.integrators import RK4
 from lagnet.simulate import CartPoleRig, Plant
 from lagnet.systems import Pendulum
@@ -24,6 +24,16 @@ class CartDamping(eqx.Module):
         return jnp.stack([-self.b * qd[0], jnp.zeros_like(qd[1])])
 
 
+class CartCoulomb(eqx.Module):
+    """−c tanh(ẋ / ε) on the cart: smoothed Coulomb friction, with a slope c / ε at rest."""
+
+    c: float
+    epsilon: float
+
+    def __call__(self, q, qd):
+        return jnp.stack([-self.c * jnp.tanh(qd[0] / self.epsilon), jnp.zeros_like(qd[1])])
+
+
 def damped_model(b: float) -> Dynamics:
     return Dynamics(Plant(RIG.known_system(), (CartDamping(jnp.asarray(b)),)), RK4(), RIG.dt)
 
@@ -35,6 +45,21 @@ def test_lqr_on_a_model_with_flipped_cart_damping_fails_on_the_rig():
     flipped, xs = evaluate_lqr(damped_model(-2.0), RIG, starts=4, seconds=3.0)
     assert right == 4
     assert flipped == 0
+
+
+def test_lqr_is_designed_on_the_slopes_a_balancing_loop_sees(monkeypatch):
+    # The rig's own cart Coulomb friction (0.22 N), smoothed over 1 mm/s: a slope of 220 N s/m exactly at rest.
+    # The model's 20 ms RK4 step linearised there is unstable beyond anything the rig does in motion; an LQR
+    # designed on it fails, while one designed on the slopes averaged over a balancing loop's velocities holds.
+    model = Dynamics(Plant(RIG.known_system(), (CartCoulomb(0.22, 1e-3),)), RK4(), RIG.dt)
+    k_exact, _, _ = upright_lqr(model, spread=None)
+    k_averaged, _, _ = upright_lqr(model)
+    assert not np.allclose(k_exact, k_averaged, rtol=0.1)
+    held, _ = evaluate_lqr(model, RIG, starts=4, seconds=3.0)
+    assert held == 4
+    monkeypatch.setattr(evaluation, "upright_lqr", lambda dyn: upright_lqr(dyn, spread=None))
+    exact_held, _ = evaluate_lqr(model, RIG, starts=4, seconds=3.0)
+    assert exact_held == 0
 
 
 def test_control_metrics_keys_and_report():

@@ -191,6 +191,17 @@ class CartPoleRig:
         """
         rng = recording_rng(seed, recording)
         run = self.simulate(duration, rng)
+        cols = self.measure(run, rng)
+        if truth:
+            cols.update(true_columns(run, MAPPING))
+        return cols, self.recording_metadata(seed=seed, recording=recording, duration=duration)
+
+    def measure(
+        self, run: dict[str, np.ndarray], rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
+        """The columns of `COLUMNS` as the rig's sensors read a true run (t, q, qd, u_cmd at N + 1 samples):
+        ultrasonic cart position, encoder angle, backward-difference velocities (so the first sample is
+        dropped), the commanded force."""
         ultrasonic = UltrasonicSensor(
             self.ultrasonic_noise,
             self.ultrasonic_resolution,
@@ -209,10 +220,12 @@ class CartPoleRig:
             "phi_dot": backward_velocity(phi, self.dt, angle=True),
             "force": run["u_cmd"][1:, 0],
         }
-        if truth:
-            cols.update(true_columns(run, MAPPING))
+        return cols
+
+    def recording_metadata(self, *, seed: int, recording: str, duration: float) -> dict:
+        """A recording's metadata: what regenerates it, its columns and units, the known system."""
         names = ("cart_mass", "rod_mass", "tip_mass", "length", "g")
-        meta = metadata(
+        return metadata(
             self.GENERATOR,
             self,
             seed=seed,
@@ -224,4 +237,3 @@ class CartPoleRig:
             system="CartPole",
             system_params={k: getattr(self, k) for k in names},
         )
-        return cols, meta

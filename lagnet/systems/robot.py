@@ -1,16 +1,16 @@
 """Mechanical systems read from robot descriptions (URDF, MJCF): a tree of rigid bodies on hinge and slide joints.
 
 MuJoCo's own parser and compiler read the description (`mujoco` is imported only by the `from_*` constructors);
-lagnet then keeps the compiled model's kinematic tree and inertias as arrays and writes the dynamics in JAX:
+lagnet then keeps the compiled model's kinematic tree and inertias as arrays and writes the dynamics in JAX
+(`_spatial`: world-frame spatial algebra, the tree's recursions as sums over its static structure):
 
-    M(q) = Σ_b m_b J_v,bᵀ J_v,b + J_ω,bᵀ R_b I_b R_bᵀ J_ω,b + diag(armature) + inertia_offset,
-    V(q) = −Σ_b m_b g·p_b(q) + ½ Σ_j k_j (q_j − q_j,spring)²,
+    M(q) q̈ + C(q, q̇) q̇ + G(q) = B u + Q_friction(q̇) + Q,
+    M = CRBA(q) + diag(armature) + inertia_offset,  C q̇ + G = RNEA(q, q̇, q̈ = 0) + K (q − q_spring),
     Q_friction = −b q̇ − c σ(q̇)   (the description's joint damping b and friction loss c, see `JointFriction`),
 
-with p_b, R_b the centre of mass and principal-axis rotation of body b from forward kinematics, and the body
-Jacobians from the joint axes in the world frame (J_v = a × (p − anchor) for a hinge, a for a slide; J_ω = a for
-a hinge). C(q, q̇) and G(q) follow by autodiff (`AbstractSystem`). Contacts, joint limits, equality constraints
-and actuator dynamics are not modelled.
+q̈ by an unrolled LDLᵀ factorisation of M, and its derivatives through inverse dynamics (dq̈ = M⁻¹ (dτ − ∂ID),
+one RNEA's worth instead of differentiating CRBA and the factorisation). V(q) (energies) and the body Jacobians
+come from forward kinematics. Contacts, joint limits, equality constraints and actuator dynamics are not modelled.
 """
 
 import functools

@@ -1,27 +1,30 @@
 """Mechanical systems read from robot descriptions (URDF, MJCF): a tree of rigid bodies on hinge and slide joints.
 
 MuJoCo's own parser and compiler read the description (`mujoco` is imported only by the `from_*` constructors);
-lagnet then keeps the compiled model's kinematic tree and inertias as arrays and writes the dynamics in JAX:
+lagnet then keeps the compiled model's kinematic tree and inertias as arrays and writes the dynamics in JAX
+(`_spatial`: world-frame spatial algebra, the tree's recursions as sums over its static structure):
 
-    M(q) = Σ_b m_b J_v,bᵀ J_v,b + J_ω,bᵀ R_b I_b R_bᵀ J_ω,b + diag(armature) + inertia_offset,
-    V(q) = −Σ_b m_b g·p_b(q) + ½ Σ_j k_j (q_j − q_j,spring)²,
+    M(q) q̈ + C(q, q̇) q̇ + G(q) = B u + Q_friction(q̇) + Q,
+    M = CRBA(q) + diag(armature) + inertia_offset,  C q̇ + G = RNEA(q, q̇, q̈ = 0) + K (q − q_spring),
     Q_friction = −b q̇ − c σ(q̇)   (the description's joint damping b and friction loss c, see `JointFriction`),
 
-with p_b, R_b the centre of mass and principal-axis rotation of body b from forward kinematics, and the body
-Jacobians from the joint axes in the world frame (J_v = a × (p − anchor) for a hinge, a for a slide; J_ω = a for
-a hinge). C(q, q̇) and G(q) follow by autodiff (`AbstractSystem`). Contacts, joint limits, equality constraints
-and actuator dynamics are not modelled.
+q̈ by an unrolled LDLᵀ factorisation of M, and its derivatives through inverse dynamics (dq̈ = M⁻¹ (dτ − ∂ID),
+one RNEA's worth instead of differentiating CRBA and the factorisation). V(q) (energies) and the body Jacobians
+come from forward kinematics. Contacts, joint limits, equality constraints and actuator dynamics are not modelled.
 """
 
+import functools
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import Array, Float, Force, InputMatrix, MassMatrix, Q, QDot, Scalar, U
+from .._types import Array, Float, Force, InputMatrix, MassMatrix, Q, QDDot, QDot, Scalar, U
+from . import _spatial
 from ._params import as_param
 from .base import AbstractSystem
 from .friction import SHAPES, JointFriction
@@ -394,18 +397,172 @@ class RigidBodyTree(AbstractSystem):
         lever = jnp.cross(axes[None], com[:, None] - anchors[None])
         return support * (hinge * lever + (1 - hinge) * axes[None]), support * hinge * axes[None]
 
-    def mass_matrix(self, q: Q) -> MassMatrix:
-        """M = Σ_b m_b J_vᵀ J_v + J_ωᵀ R I_b Rᵀ J_ω + diag(armature) + inertia_offset."""
-        kinematics = self._kinematics(q)
-        principal, dt = kinematics[1], kinematics[0].dtype
-        jv, jw = self._jacobians(kinematics)
-        mass, inertia = self.body_mass.astype(dt), self.body_inertia.astype(dt)
-        world_inertia = jnp.einsum("bik,bk,bjk->bij", principal, inertia, principal)
-        m = jnp.einsum("b,bia,bja->ij", mass, jv, jv) + jnp.einsum(
-            "bia,bac,bjc->ij", jw, world_inertia, jw
+    # The equations of motion by the recursive Newton–Euler and composite-rigid-body algorithms (`_spatial`),
+    # unrolled over the tree while tracing; `_kinematics` above stays for positions, rotations and Jacobians.
+
+    def _tree(self, q: Q) -> dict:
+        """The world motion subspaces s_j = (s_ω, s_v) (n, 3) and the bodies' spatial inertias about the world
+        origin (m, h = m c, Ī), with −g, the armature and the inertia offset, in q's dtype.
+
+        A hinge node's transform in its parent is affine in (cos θ, sin θ): with Rodrigues' R = c (1 − k kᵀ) +
+        s K + k kᵀ and the body's placement (E₀, r₀),
+
+            E = E₀ R = c E₀ (1 − k kᵀ) + s E₀ K + E₀ k kᵀ,
+            r = r₀ + E₀ (a − R a) = c E₀ k×(k×a) − s E₀ (k×a) + r₀ − E₀ k×(k×a),
+
+        so all nodes' transforms are a few array operations on precomputed parts; a slide's is E = E₀,
+        r = r₀ + θ E₀ k, a welded body's (E₀, r₀).
+        """
+        dt = _float_dtype(q)
+        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
+        n = self.n_dof
+        p = _spatial.plan(self.parents, self.body_joints, n)
+        nodes = p.nodes
+        eye = jnp.eye(3, dtype=dt)
+        placement = _quat_to_matrix(c(self.body_quat))
+        body_pos = c(self.body_pos)
+        axis = c(self.joint_axis)
+        axis = axis / jnp.linalg.norm(axis, axis=-1, keepdims=True)
+        anchor = c(self.joint_pos)
+        k_cross_a = jnp.cross(axis, anchor)
+        k_cross_k_cross_a = jnp.cross(axis, k_cross_a)
+        kk = axis[:, :, None] * axis[:, None, :]
+        skew = jnp.swapaxes(
+            jnp.cross(axis[:, None, :], eye[None]), 1, 2
+        )  # K x = k × x: columns k × e_i
+        # Per node, its placement (the body's on the body's first node, else none) and its joint's parts.
+        body = np.array([node.body for node in nodes])
+        placed = np.array([node.placed for node in nodes])[:, None]
+        e0 = jnp.where(placed[:, :, None], placement[body], eye)
+        r0 = jnp.where(placed, body_pos[body], 0.0)
+        joint = np.array([n if node.joint is None else node.joint for node in nodes])
+        kind = np.array(
+            [
+                0 if node.joint is None else 1 + (self.joint_types[node.joint] == "hinge")
+                for node in nodes
+            ]
         )
-        m = 0.5 * (m + m.T)
-        return m + jnp.diag(self.armature.astype(dt)) + self.inertia_offset.astype(dt)
+        hinge, slide = (kind == 2)[:, None], (kind == 1)[:, None]
+        pad = lambda x: jnp.concatenate([x, jnp.zeros_like(x[:1])])[joint]  # noqa: E731  (0 for welded nodes)
+        mv = lambda m, x: jnp.einsum("nab,nb->na", m, x)  # noqa: E731
+        angle = pad(q.astype(dt) - c(self.joint_ref))
+        cos, sin = jnp.cos(angle), jnp.sin(angle)
+        cos_e = jnp.where(hinge[:, :, None], e0 @ (eye - pad(kk)), 0.0)
+        sin_e = jnp.where(hinge[:, :, None], e0 @ pad(skew), 0.0)
+        const_e = jnp.where(hinge[:, :, None], e0 @ pad(kk), e0)
+        rotation = cos[:, None, None] * cos_e + sin[:, None, None] * sin_e + const_e
+        kka = mv(e0, pad(k_cross_k_cross_a))
+        translation = (
+            r0
+            + jnp.where(
+                hinge, (cos - 1)[:, None] * kka - sin[:, None] * mv(e0, pad(k_cross_a)), 0.0
+            )
+            + jnp.where(slide, angle[:, None] * mv(e0, pad(axis)), 0.0)
+        )
+        world_r, world_p = _spatial.forward_kinematics(nodes, rotation, translation)
+        # Joint j's axis and anchor are fixed in its node's frame (the rotation keeps them).
+        jr, jp = world_r[np.array(p.joint_node)], world_p[np.array(p.joint_node)]
+        k_world = jnp.einsum("jab,jb->ja", jr, axis)
+        a_world = jp + jnp.einsum("jab,jb->ja", jr, anchor)
+        is_hinge = np.array([t == "hinge" for t in self.joint_types])[:, None]
+        subspace = (
+            jnp.where(is_hinge, k_world, 0.0),
+            jnp.where(is_hinge, _spatial.cross(a_world, k_world), k_world),
+        )
+        # Spatial inertias about the world origin: Ī = R I_c Rᵀ + m (|c|² 1 − c cᵀ), h = m c, c the world com.
+        ib = np.array(p.inertia_bodies, dtype=int)
+        br, bp = (
+            world_r[np.array(p.inertia_nodes, dtype=int)],
+            world_p[np.array(p.inertia_nodes, dtype=int)],
+        )
+        mass = c(self.body_mass)[ib]
+        principal = br @ _quat_to_matrix(c(self.body_iquat))[ib]
+        com = bp + jnp.einsum("bij,bj->bi", br, c(self.body_ipos)[ib])
+        about_com = jnp.einsum("bik,bk,bjk->bij", principal, c(self.body_inertia)[ib], principal)
+        shift = jnp.sum(com**2, -1)[:, None, None] * eye - com[:, :, None] * com[:, None, :]
+        inertia = (mass, mass[:, None] * com, about_com + mass[:, None, None] * shift)
+        return dict(
+            plan=p,
+            subspace=subspace,
+            inertia=inertia,
+            minus_g=-c(self.g),
+            armature=c(self.armature),
+            offset=c(self.inertia_offset),
+        )
+
+    def _rigid_mass(self, tree) -> jax.Array:
+        """M: the CRBA's, plus armature and inertia_offset."""
+        m = _spatial.crba(tree["plan"], tree["subspace"], tree["inertia"])
+        return m + jnp.diag(tree["armature"]) + tree["offset"]
+
+    def _bias(self, tree, q: Q, qd: QDot | None, qdd=None) -> jax.Array:
+        """C(q, q̇) q̇ + G(q) (+ the rigid bodies' M q̈ given `qdd`) by RNEA, with the springs' forces."""
+        dt = _float_dtype(q)
+        tau = _spatial.rnea(
+            tree["plan"],
+            tree["subspace"],
+            tree["inertia"],
+            None if qd is None else qd.astype(dt),
+            None if qdd is None else qdd.astype(dt),
+            tree["minus_g"],
+        )
+        return tau + self.stiffness.astype(dt) * (q.astype(dt) - self.spring_ref.astype(dt))
+
+    def _rigid_inverse(self, tree, q: Q, qd: QDot, qdd: QDDot) -> jax.Array:
+        """M(q) q̈ + C(q, q̇) q̇ + G(q) with the armature, the inertia offset and the springs."""
+        return self._bias(tree, q, qd, qdd) + tree["armature"] * qdd + tree["offset"] @ qdd
+
+    def mass_matrix(self, q: Q) -> MassMatrix:
+        """M(q) by the composite-rigid-body algorithm, + diag(armature) + inertia_offset."""
+        return self._rigid_mass(self._tree(q))
+
+    def gravity(self, q: Q) -> Force:
+        """G(q) = ∂V/∂q: RNEA at rest with the world accelerating by −g, plus the springs."""
+        return self._bias(self._tree(q), q, None)
+
+    def bias_force(self, q: Q, qd: QDot) -> Force:
+        """C(q, q̇) q̇ + G(q) by the recursive Newton–Euler algorithm (one pass, no C matrix)."""
+        return self._bias(self._tree(q), q, qd)
+
+    def inverse_dynamics(self, q: Q, qd: QDot, qdd: QDDot) -> Force:
+        """M(q) q̈ + C(q, q̇) q̇ + G(q): the generalised force that gives q̈ (without the joint friction)."""
+        dt = _float_dtype(q)
+        return self._rigid_inverse(self._tree(q), q, qd, qdd.astype(dt))
+
+    def solve_mass(self, q: Q, rhs: Force) -> Force:
+        """M(q)⁻¹ rhs by an unrolled LDLᵀ factorisation of the CRBA's M."""
+        factor = _spatial.ldl_factor(_entries(self._rigid_mass(self._tree(q))))
+        return jnp.stack(_spatial.ldl_solve(factor, _scalars(rhs)))
+
+    def generalised_force(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> Force:
+        """B(q) u + Q_friction(q̇) + Q − C(q, q̇) q̇ − G(q), the bias by RNEA."""
+        return self._applied(q, qd, u, Q) - self.bias_force(q, qd)
+
+    def _applied(self, q: Q, qd: QDot, u: U | None, Q: QDot | None) -> Force:
+        dt = _float_dtype(q)
+        rhs = jnp.zeros(self.n_dof, dt)
+        if u is not None and self.n_inputs > 0:
+            rhs = rhs + self.input_matrix(q) @ jnp.asarray(u)
+        if self.friction is not None:
+            rhs = rhs + self.friction(qd)
+        if Q is not None:
+            rhs = rhs + Q
+        return rhs
+
+    def acceleration(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> QDDot:
+        """q̈ = M(q)⁻¹ (B u + Q_friction + Q − C q̇ − G): one pass of kinematics, RNEA for the bias (q̈ = 0),
+        CRBA for M, an unrolled LDLᵀ solve; differentiated by `_forward_dynamics`' rule."""
+        dt = _float_dtype(q)
+        tau = self._applied(q, qd, u, Q)
+        params, static = eqx.partition(self, eqx.is_inexact_array)
+        return _forward_dynamics(static, params, q.astype(dt), qd.astype(dt), tau.astype(dt))
+
+    def _solve_forward(self, q: Q, qd: QDot, tau: Force):
+        """q̈ = M⁻¹ (τ − C q̇ − G) and M's LDLᵀ factors."""
+        tree = self._tree(q)
+        factor = _spatial.ldl_factor(_entries(self._rigid_mass(tree)))
+        qdd = _spatial.ldl_solve(factor, _scalars(tau - self._bias(tree, q, qd)))
+        return jnp.stack(qdd), factor
 
     def potential_energy(self, q: Q) -> Scalar:
         com = self.com_positions(q)
@@ -440,6 +597,47 @@ def _check_positive_definite(m: np.ndarray, names: tuple[str, ...]) -> None:
             "RigidBodyTree: the mass matrix is singular: some joint moves no mass or inertia "
             f"{light or ''} (give it an `armature`, or masses to the links it moves)"
         )
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _forward_dynamics(static, params, q, qd, tau):
+    """q̈ = FD(q, q̇, τ) of the tree `eqx.combine(params, static)`."""
+    return eqx.combine(params, static)._solve_forward(q, qd, tau)[0]
+
+
+@_forward_dynamics.defjvp
+def _forward_dynamics_jvp(static, primals, tangents):
+    """The derivative of forward dynamics through inverse dynamics, ID(q, q̇, q̈) = M(q) q̈ + C(q, q̇) q̇ + G(q) = τ:
+
+        dq̈ = M⁻¹ (dτ − ∂ID/∂(θ, q, q̇) · (dθ, dq, dq̇))   at the q̈ found,
+
+    so the derivative costs one RNEA's and a solve with M's factors from the forward pass, instead of the
+    derivative of CRBA, RNEA and the factorisation (which also under reverse mode hold far more residuals)."""
+    params, q, qd, tau = primals
+    dparams, dq, dqd, dtau = tangents
+    qdd, factor = eqx.combine(params, static)._solve_forward(q, qd, tau)
+
+    def inverse(p, q, qd):
+        system = eqx.combine(p, static)
+        return system._rigid_inverse(system._tree(q), q, qd, qdd)
+
+    _, d_id = jax.jvp(inverse, (params, q, qd), (dparams, dq, dqd))
+    dqdd = _spatial.ldl_solve(factor, _scalars(dtau - d_id))
+    return qdd, jnp.stack(dqdd)
+
+
+def _entries(m) -> list[list]:
+    """The entries of a square matrix as nested lists of scalars."""
+    return [_scalars(row) for row in _scalars_rows(m)]
+
+
+def _scalars_rows(m) -> list:
+    return [piece.reshape(m.shape[1:]) for piece in jax.lax.split(m, (1,) * m.shape[0])]
+
+
+def _scalars(x) -> list:
+    """The entries of a vector as scalars, by one split (whose transpose is one concatenation)."""
+    return [piece.reshape(()) for piece in jax.lax.split(x, (1,) * x.shape[0])]
 
 
 def _float_dtype(q):

@@ -117,6 +117,21 @@ def test_kill_between_any_two_writes_of_a_checkpoint_step_resumes_bit_for_bit(
             load_run(str(run))
 
 
+def test_a_run_stopped_within_an_epoch_resumes_bit_for_bit(data, reference, tmp_path):
+    """`training.max_steps` stops a run one step into its second epoch (its state saved there, the epoch's
+    record marked partial); `--resume` with the budget lifted ends where the run never stopped did."""
+    steps = json.loads((reference / "summary.json").read_text())["steps_run"]
+    run = tmp_path / "run"
+    train_run(config(data, max_steps=steps // EPOCHS + 1), str(run), progress=False)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_steps" and summary["steps_run"] == steps // EPOCHS + 1
+    assert json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])["partial"]
+    train_run(config(data), str(run), progress=False, resume=True)
+    last = "last.eqx"
+    assert files(run)[last] == files(reference)[last]
+    assert epochs_of(run) == epochs_of(reference)
+
+
 def test_stale_best_model_is_flagged_until_resume_rewrites_it(data, reference, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(reference, run)

@@ -5,10 +5,11 @@ a missing column, a value that is not a finite number, time that does not increa
 that does not fit the system's coordinates.
 """
 
+import contextlib
+import contextvars
 import csv
 import dataclasses
 import gzip
-import io
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from jaxtyping import Float, Int, Shaped
+from tqdm.auto import tqdm
 
 from ..systems.base import AbstractSystem
 from .angles import unwrap
@@ -150,57 +152,116 @@ def _npz_meta(path: str, raw: np.ndarray | None) -> dict[str, Any]:
     return meta
 
 
-def _read_csv(path: str) -> _Table:
-    """The columns of a CSV file, as floats (an empty cell is NaN).
+# Rows turned into numbers at a time: a large file's rows are never all held as strings (memory).
+_BLOCK_ROWS = 65_536
+# Whether reading a large file shows a progress bar (see `reading_progress`), and from what size (characters).
+_SHOW_PROGRESS = contextvars.ContextVar("lagnet_reading_progress", default=False)
+_PROGRESS_FROM = 20_000_000
 
-    Checks that there is a header of distinct names, that every row has as many fields, that the file is valid CSV
-    and that every cell is a number.
-    """
-    text = _read_text(path)
-    reader = csv.reader(io.StringIO(text))
+
+@contextlib.contextmanager
+def reading_progress(on: bool = True):
+    """Within this context, reading a large CSV file shows a progress bar on stderr (`lagnet train` turns it
+    on)."""
+    token = _SHOW_PROGRESS.set(on)
     try:
+        yield
+    finally:
+        _SHOW_PROGRESS.reset(token)
+
+
+class _Lines:
+    """The lines of a text, each with its newline, one at a time (as iterating the file gives them), and how
+    far they have been read; without a second copy of the text."""
+
+    def __init__(self, text: str):
+        self.text, self.at = text, 0
+
+    def __iter__(self):
+        text, n = self.text, len(self.text)
+        while self.at < n:
+            end = text.find("\n", self.at)
+            end = n if end < 0 else end + 1
+            line, self.at = text[self.at : end], end
+            yield line
+
+
+def _numbers(path: str, header: list[str], rows: list[list[str]], first: int, out: dict) -> None:
+    """The cells of `rows` (rows `first` … of the file) as floats, appended to `out`'s columns."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(header)
+    for name, cells in zip(header, columns, strict=True):
+        raw = [c.strip() or "nan" for c in cells]
         try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise ValueError(
-                f"{path}: empty file (expected a header row of column names)"
-            ) from None
-        if not any(header):
-            raise ValueError(f"{path}: line 1 is empty (expected a header row of column names)")
-        if len(header) == 1:
-            _check_delimiter(path, header[0])
-        header, units, aliases = _header_units(path, header)
-        if len(set(header)) != len(header):
-            dup = sorted({h for h in header if header.count(h) > 1})
-            raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
-        rows = []
-        for i, row in enumerate(reader):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise ValueError(
-                    f"{path}: row {len(rows)} (line {i + 2}) has {len(row)} fields, "
-                    f"the header has {len(header)}"
-                )
-            rows.append(row)
-    except csv.Error as e:
-        # Malformed CSV (a stray carriage return, an unclosed quote): say where, not csv's traceback.
-        raise ValueError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
-    cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
-    columns = {}
-    for j, name in enumerate(header):
-        raw = [c.strip() or "nan" for c in cells[:, j]]
-        try:
-            columns[name] = np.array(raw, dtype=float)
+            out[name].append(np.array(raw, dtype=float))
         except ValueError:
             for i, c in enumerate(raw):
                 try:
                     float(c)
                 except ValueError:
                     raise ValueError(
-                        f"{path}: column {name!r} row {i} (line {i + 2}): "
+                        f"{path}: column {name!r} row {first + i} (line {first + i + 2}): "
                         f"cannot read {c!r} as a number"
                     ) from None
+
+
+def _csv_header(path: str, reader) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise ValueError(f"{path}: empty file (expected a header row of column names)") from None
+    if not any(header):
+        raise ValueError(f"{path}: line 1 is empty (expected a header row of column names)")
+    if len(header) == 1:
+        _check_delimiter(path, header[0])
+    header, units, aliases = _header_units(path, header)
+    if len(set(header)) != len(header):
+        dup = sorted({h for h in header if header.count(h) > 1})
+        raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
+    return header, units, aliases
+
+
+def _read_csv(path: str) -> _Table:
+    """The columns of a CSV file, as floats (an empty cell is NaN).
+
+    Checks that there is a header of distinct names, that every row has as many fields, that the file is valid CSV
+    and that every cell is a number. The rows are turned into numbers a block at a time.
+    """
+    text = _read_text(path)
+    lines = _Lines(text)
+    reader = csv.reader(lines)
+    show = _SHOW_PROGRESS.get() and len(text) >= _PROGRESS_FROM
+    bar = tqdm(
+        total=len(text),
+        desc=f"reading {os.path.basename(path)}",
+        unit="B",
+        unit_scale=True,
+        disable=not show,
+    )
+    try:
+        header, units, aliases = _csv_header(path, reader)
+        out = {name: [] for name in header}
+        rows, done = [], 0
+        for i, row in enumerate(reader):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ValueError(
+                    f"{path}: row {done + len(rows)} (line {i + 2}) has {len(row)} fields, "
+                    f"the header has {len(header)}"
+                )
+            rows.append(row)
+            if len(rows) == _BLOCK_ROWS:
+                _numbers(path, header, rows, done, out)
+                done, rows = done + len(rows), []
+                bar.update(lines.at - bar.n)
+        _numbers(path, header, rows, done, out)
+        bar.update(len(text) - bar.n)
+    except csv.Error as e:
+        # Malformed CSV (a stray carriage return, an unclosed quote): say where, not csv's traceback.
+        raise ValueError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
+    finally:
+        bar.close()
+    columns = {name: np.concatenate(parts) for name, parts in out.items()}
     return _Table(path, columns, {"units": units} if units else {}, csv=True, aliases=aliases)
 
 

@@ -49,7 +49,9 @@ class RunFiles(Callback):
         """The training state, then the manifest, then last.eqx and best.eqx (see `Checkpoints.save`)."""
         last = eqx.combine(state.params, self.static)
         best = eqx.combine(state.best_params, self.static)
-        epoch = int(state.epoch)
+        # A state a budget stopped within an epoch is that epoch's (it resumes it); it is replaced when the
+        # epoch ends.
+        epoch = int(state.epoch) + (1 if int(state.step) > 0 else 0)
         models = {
             "last.eqx": (tree_bytes(last), epoch),
             "best.eqx": (tree_bytes(best), int(state.best_epoch)),

@@ -23,6 +23,7 @@ from .. import parallel
 from .._version import __version__
 from ..config import Config, build_integrator, build_model, build_system
 from ..config.sources import accepts_trust_code
+from ..data.loader import reading_progress
 from ..data.windows import make_windows
 from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
 from ..train.fit import TrainingDiverged, TrainState, fit, init_optimizer
@@ -321,15 +322,16 @@ def train_run(
     if progress and main:
         # Reading, checking and fitting friction to the data can take a while before anything else shows.
         print(f"train {config.name}: loading data …", file=sys.stderr, flush=True)
-    setup = _set_up(
-        config,
-        run_dir,
-        resume=resume,
-        progress=progress,
-        main=main,
-        remove=remove,
-        start_time=start_time,
-    )
+    with reading_progress(progress and main):
+        setup = _set_up(
+            config,
+            run_dir,
+            resume=resume,
+            progress=progress,
+            main=main,
+            remove=remove,
+            start_time=start_time,
+        )
     restored = _restored(setup) if resume else None
     callbacks = [setup.run_files.open(restored)] if main else []
     if main:

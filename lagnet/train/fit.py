@@ -1,10 +1,12 @@
 """`fit`: training through the solver as a library call — model, integrator, windows, loss, optimiser → model.
 
-Each epoch is one compiled `lax.scan` over shuffled mini-batches (rollout → loss → gradient → optax update); the
-validation loss is taken every epoch, the best parameters are kept, and training stops early after `patience`
-epochs without improvement. The stages of a horizon curriculum are padded to one layout (`WindowDataset.padded`),
-so a whole run compiles one epoch program and one validation program. Callbacks see every epoch's record and
-state (the CLI writes its run directory through them); a `TrainState` resumes bit for bit.
+Each epoch is one compiled loop over shuffled mini-batches (rollout → loss → gradient → optax update) on the
+device, run in parts when it is long (to show progress and check the budgets between steps); the validation
+loss is taken every epoch, the best parameters are kept, and training stops early after `patience` epochs
+without improvement. The stages of a horizon curriculum are padded to one layout (`WindowDataset.padded`), so a
+whole run compiles one epoch program and one validation program. Callbacks see every epoch's record and state
+(the CLI writes its run directory through them); a `TrainState` resumes bit for bit, also within an epoch.
+The curriculum, the stopping policy and the progress shown live in `curriculum`, `stopping` and `progress`.
 """
 
 import dataclasses
@@ -32,6 +34,7 @@ from .stopping import StopPolicy, TrainingDiverged
 
 __all__ = [
     "Callback",
+    "EpochProgram",
     "FitResult",
     "TrainState",
     "TrainingDiverged",
@@ -46,7 +49,11 @@ SELECTION_METRICS = ("loss", "final_error", "relative_error")
 
 class TrainState(eqx.Module):
     """Everything a resumed fit needs to continue bit for bit: parameters, optimiser state, the data-order key,
-    the epoch reached, and the early-stopping bookkeeping (with the best parameters so far)."""
+    the epoch reached, and the early-stopping bookkeeping (with the best parameters so far).
+
+    `epoch` is the last epoch completed; `step` the optimiser steps already taken of the next one (0 unless a
+    budget stopped it there), whose mini-batch order `key_data` still gives.
+    """
 
     params: object
     opt_state: object
@@ -57,6 +64,7 @@ class TrainState(eqx.Module):
     best_epoch: jax.Array
     stale: jax.Array
     skipped: jax.Array
+    step: jax.Array
 
     @classmethod
     def start(cls, params, opt_state, key: jax.Array, initial_loss: float) -> "TrainState":
@@ -72,6 +80,7 @@ class TrainState(eqx.Module):
             jnp.asarray(-1),
             count,
             count,
+            count,
         )
 
 
@@ -83,10 +92,12 @@ class Callback:
 
     def record(self, record: dict) -> None:
         """After each epoch's losses are known: epoch, horizon, steps, train_loss, validation_loss,
-        validation_final_error (per coordinate) and its mean, skipped_steps."""
+        validation_final_error (per coordinate) and its mean, skipped_steps; and `partial: True` for an
+        epoch a budget stopped within."""
 
     def epoch_end(self, state: TrainState, improved: bool, model: eqx.Module) -> None:
-        """After each epoch: its state (what resumes it) and the model it ended with."""
+        """After each epoch, and after the part of one that a budget stopped: its state (what resumes it) and
+        the model it ended with."""
 
 
 @dataclasses.dataclass
@@ -122,14 +133,37 @@ def init_optimizer(optimizer: optax.GradientTransformation, params) -> optax.Opt
     return eqx.filter_jit(lambda p: optimizer.init(ravel_pytree(p)[0]))(params)
 
 
-def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None):
-    """One epoch as a single compiled function: `lax.scan` over shuffled mini-batches, all on the device.
+class EpochProgram:
+    """An epoch's compiled programs: `order(data, key)`, the epoch's shuffled mini-batches of window start rows
+    (batches, batch_size), and `steps(params, opt_state, data, batches, first, last)`, the optimiser steps on
+    batches first ≤ j < last (int32 arrays: one program for any range), a `lax.fori_loop` on the device that
+    returns the parameters, the optimiser state, the sum and the count of its finite losses and the skipped
+    steps. A step computes the same whichever range it is run in, so an epoch run in parts (to show progress,
+    or stopped by a budget and resumed) ends bit for bit where one run whole does. Calling the program runs a
+    whole epoch: (params, opt_state, mean finite loss, skipped steps).
+    """
+
+    def __init__(self, order: Callable, steps: Callable, batch_size: int):
+        self.order, self.steps, self.batch_size = order, steps, batch_size
+
+    def __call__(self, params, opt_state, data: WindowDataset, key: jax.Array):
+        batches = self.order(data, key)
+        n = jnp.asarray(data.epoch_batches(self.batch_size), jnp.int32)
+        params, opt_state, total, count, skipped = self.steps(
+            params, opt_state, data, batches, jnp.asarray(0, jnp.int32), n
+        )
+        return params, opt_state, total / count, skipped
+
+
+def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None) -> EpochProgram:
+    """One epoch as compiled programs (`EpochProgram`): shuffled mini-batches, then the steps on them, all on the
+    device.
 
     A step whose loss or gradient is not finite is skipped (parameters and optimiser state unchanged) and counted.
     With a `mesh`, each batch of window start rows is split over its devices (data parallel: the data and the
     parameters are replicated, one all-reduce of the gradients per step). On a padded dataset (a curriculum
-    stage) the loss scores each window's first `data.steps` steps, and the batches past `data.epoch_batches` are
-    passed over (a `lax.cond`, no work): every stage of the curriculum runs this one program. The rollouts use
+    stage) the loss scores each window's first `data.steps` steps, and only the first `data.epoch_batches`
+    batches are trained on: every stage of the curriculum runs this one program. The rollouts use
     `integrator.compact_form()` (RK4's compiles in half the time and mostly steps faster: `RK4.compact_form`).
 
     The optimiser updates the trainable parameters raveled into one vector (`opt_state` from `init_optimizer`):
@@ -170,33 +204,29 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
         return carry, jnp.where(finite, value, jnp.nan)
 
     @eqx.filter_jit
-    def epoch(params, opt_state, data, key):
-        batches = data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
+    def order(data, key):
+        return data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
+
+    @eqx.filter_jit
+    def steps(params, opt_state, data, batches, first, last):
         flat, unravel = ravel_pytree(params)
-        carry = (flat, opt_state, jnp.zeros((), jnp.int32))
-        if data.count is None:
-            body = lambda c, s: step(c, s, data, unravel)  # noqa: E731
-            xs = batches
-        else:
-            active = data.epoch_batches(batch_size)
+        dtype = data.q.dtype
 
-            def body(c, xs):
-                j, s = xs
+        def body(j, carry):
+            flat, opt_state, skipped, total, count = carry
+            (flat, opt_state, skipped), value = step(
+                (flat, opt_state, skipped), batches[j], data, unravel
+            )
+            finite = jnp.isfinite(value)
+            total = total + jnp.where(finite, value, 0.0).astype(dtype)
+            return flat, opt_state, skipped, total, count + finite.astype(jnp.int32)
 
-                def train(c):
-                    c, value = step(c, s, data, unravel)
-                    return c, value.astype(data.q.dtype)
+        zero = jnp.zeros((), jnp.int32)
+        carry = (flat, opt_state, zero, jnp.zeros((), dtype), zero)
+        flat, opt_state, skipped, total, count = jax.lax.fori_loop(first, last, body, carry)
+        return unravel(flat), opt_state, total, count, skipped
 
-                def pass_over(c):
-                    return c, jnp.full((), jnp.nan, data.q.dtype)
-
-                return jax.lax.cond(j < active, train, pass_over, c)
-
-            xs = (jnp.arange(batches.shape[0]), batches)
-        (flat, opt_state, skipped), losses = jax.lax.scan(body, carry, xs)
-        return unravel(flat), opt_state, jnp.nanmean(losses), skipped
-
-    return epoch
+    return EpochProgram(order, steps, batch_size)
 
 
 def make_eval_fn(static, integrator, loss, chunk: int = 4096):
@@ -263,20 +293,22 @@ def _check_selection(select_by: str, validation) -> None:
 
 
 def _compile(epoch_fn, eval_fn, params, opt_state, scored, data, key_data):
-    """Compile the evaluation and (given its `data`) the epoch program; return the initial loss and final error
-    on `scored`.
+    """Compile the evaluation and (given its `data`) the epoch's programs; return the initial loss and final
+    error on `scored`.
 
-    Both programs are traced here and compiled on threads (tracing reads JAX's thread-local settings; XLA's
-    compile does not): the evaluation's first, while the epoch program is traced on one core, then the epoch
-    program's. The calls that follow find them compiled.
+    The programs are traced here and compiled on threads (tracing reads JAX's thread-local settings; XLA's
+    compile does not): the evaluation's first, while the epoch's steps are traced on one core, then theirs.
+    The calls that follow find them compiled.
     """
     with ThreadPoolExecutor(2) as pool:
         evaluation = pool.submit(eval_fn.lower(params, scored).compile)
         compiled = None
         if data is not None:
-            # With the argument types of the epochs (a typed key).
-            key = jax.random.wrap_key_data(key_data)
-            compiled = pool.submit(epoch_fn.lower(params, opt_state, data, key).compile)
+            # With the argument types of the epochs (a typed key, int32 step bounds).
+            batches = epoch_fn.order(data, jax.random.wrap_key_data(key_data))
+            bound = jnp.asarray(0, jnp.int32)
+            lowered = epoch_fn.steps.lower(params, opt_state, data, batches, bound, bound)
+            compiled = pool.submit(lowered.compile)
         evaluation.result()
         initial, initial_final = eval_fn(params, scored)
         initial, initial_final = float(initial), np.asarray(initial_final)
@@ -288,36 +320,78 @@ def _compile(epoch_fn, eval_fn, params, opt_state, scored, data, key_data):
 class _Training:
     """One `fit` under way: its programs, its windows, where training stands, and the records so far."""
 
+    # Optimiser steps per call of the epoch's steps program, at first; then as many as take about `SECONDS`
+    # (a long epoch shows its progress and stops for a time budget within itself).
+    FIRST_CALL = 256
+    SECONDS = 0.5
+
     def __init__(self, programs, state, live, stages, window_fn, placed, validation, selection):
-        self.epoch_fn, self.eval_fn, self.static = (
-            programs.epoch_fn,
-            programs.eval_fn,
+        self.epoch_fn, self.eval_fn = programs.epoch_fn, programs.eval_fn
+        self.static, self.stages, self.window_fn, self.placed = (
             programs.static,
+            stages,
+            window_fn,
+            placed,
         )
-        self.stages, self.window_fn, self.placed = stages, window_fn, placed
         self.validation, self.selection, self.callbacks = validation, selection, ()
         # The parameters and optimiser state trained on (`live`: the state's, placed on the mesh).
         self.params, self.opt_state = live
         self.data_key = jax.random.wrap_key_data(state.key_data)
         self.best, self.best_epoch = float(state.best), int(state.best_epoch)
         self.stale, self.skipped = int(state.stale), int(state.skipped)
-        self.steps = stages.steps_before(int(state.epoch) + 1)
+        # A state that a budget stopped within an epoch continues that epoch from its step.
+        self.offset = int(state.step)
+        self.steps = stages.steps_before(int(state.epoch) + 1) + self.offset
         self.state, self.history, self.reason = state, [], "epochs"
+        self.per_call, self.partial = self.FIRST_CALL, False
 
-    def epoch(self, epoch: int) -> dict:
-        """Train one epoch; its record, validation included."""
+    def epoch(self, epoch: int, policy: StopPolicy, talk: Progress) -> dict:
+        """Train epoch `epoch` to its end, or to where a budget stops it (`self.partial`); its record."""
         raw = self.window_fn(epoch)
+        data = self.placed(raw)
+        # The key that orders this epoch's batches: what a state stopped within it resumes from.
+        self.epoch_key = self.data_key
         self.data_key, k = jax.random.split(self.data_key)
-        self.params, self.opt_state, train_loss, skipped = self.epoch_fn(
-            self.params, self.opt_state, self.placed(raw), k
-        )
-        self.skipped += int(skipped)
-        self.steps += self.stages.steps_per_epoch[epoch]
+        batches = self.epoch_fn.order(data, k)
+        n = self.stages.steps_per_epoch[epoch]
+        j, self.offset = self.offset, 0
+        total, count, skipped = 0.0, 0, 0
+        while j < n:
+            last = int(min(n, j + self.per_call, j + policy.steps_left(self.steps)))
+            if last <= j:
+                break
+            t = time.perf_counter()
+            self.params, self.opt_state, part, finite, dropped = self.epoch_fn.steps(
+                self.params,
+                self.opt_state,
+                data,
+                batches,
+                *(jnp.asarray(i, jnp.int32) for i in (j, last)),
+            )
+            total, count, skipped = total + float(part), count + int(finite), skipped + int(dropped)
+            self._pace(last - j, time.perf_counter() - t)
+            self.steps += last - j
+            j = last
+            if j < n:
+                talk.within(epoch, j, n)
+                if policy.reason(epoch, 0, self.steps, patience=False) is not None:
+                    break
+        talk.within_done()
+        self.skipped += skipped
+        self.partial = j < n
+        self.done_in_epoch = j
         record = {"epoch": epoch, "horizon": raw.k, "steps": self.steps}
-        record["train_loss"] = float(train_loss)
+        record["train_loss"] = total / count if count else float("nan")
         self.score = self.validate(record)
-        record["skipped_steps"] = int(skipped)
+        record["skipped_steps"] = skipped
+        if self.partial:
+            record["partial"] = True
         return record
+
+    def _pace(self, steps: int, seconds: float) -> None:
+        # As many steps per call as take about SECONDS (at least 16: each call waits for its losses).
+        if seconds > 0:
+            self.per_call = int(min(max(16, steps * self.SECONDS / seconds), 1 << 30))
 
     def validate(self, record: dict) -> float:
         """Adds the validation losses to `record`; returns the epoch's score."""
@@ -333,24 +407,28 @@ class _Training:
         return self.selection.score(val, final)
 
     def keep(self, epoch: int) -> bool:
-        """The early-stopping bookkeeping after `epoch` (its score), as a new state; whether it improved."""
+        """The early-stopping bookkeeping after `epoch` (its score), as a new state; whether it improved.
+
+        An epoch a budget stopped within may be the best, but does not count towards patience; its state
+        resumes it (the epoch before, the steps taken, the key that orders its batches)."""
         if epoch in self.stages.horizon_starts:
             self.stale = 0  # a new horizon: patience counts from here
         improved = bool(np.isfinite(self.score) and self.score < self.best)
         if improved:
             self.best, self.best_epoch, self.stale = self.score, epoch, 0
-        else:
+        elif not self.partial:
             self.stale += 1
         self.state = TrainState(
             self.params,
             self.opt_state,
             self.params if improved else self.state.best_params,
-            jax.random.key_data(self.data_key),
-            jnp.asarray(epoch),
+            jax.random.key_data(self.epoch_key if self.partial else self.data_key),
+            jnp.asarray(epoch - 1 if self.partial else epoch),
             jnp.asarray(self.best),
             jnp.asarray(self.best_epoch),
             jnp.asarray(self.stale),
             jnp.asarray(self.skipped),
+            jnp.asarray(self.done_in_epoch if self.partial else 0),
         )
         return improved
 
@@ -364,7 +442,7 @@ class _Training:
         try:
             bar = talk.epochs(first, self.stages.epochs_within(epochs, policy.steps_limit()))
             for epoch in [] if reason is not None else bar:
-                record = self.epoch(epoch)
+                record = self.epoch(epoch, policy, talk)
                 self.history.append(record)
                 for cb in self.callbacks:
                     cb.record(record)
@@ -373,7 +451,8 @@ class _Training:
                 improved = self.keep(epoch)
                 for cb in self.callbacks:
                     cb.epoch_end(self.state, improved, eqx.combine(self.params, self.static))
-                reason = policy.reason(epoch, self.stale, self.steps)
+                # An epoch a budget stopped within stops the fit for that budget.
+                reason = policy.reason(epoch, self.stale, self.steps, patience=not self.partial)
                 if reason is not None:
                     break
         finally:
@@ -512,8 +591,10 @@ def fit(
         mesh: a `lagnet.parallel.batch_mesh` to split each batch over (data parallel), or None.
         state: a `TrainState` to resume from (its epoch, parameters, optimiser state and data key).
         callbacks: `Callback`s told of the start, each epoch's record and each epoch's end.
-        max_steps: stop after the epoch in which this many optimiser steps were reached (None: off).
-        max_seconds: stop after the epoch in which this call has run this many seconds (None: off).
+        max_steps: stop after this many optimiser steps, within an epoch if need be (None: off). The epoch
+            stopped within is validated (it may be the best) and its state resumes it bit for bit.
+        max_seconds: stop at the first step boundary after this call has run this many seconds (None: off;
+            a long epoch is run in parts of about half a second, between which the time is checked).
         select_by: what selects the best epoch (and what patience waits on): "loss", the validation loss;
             "final_error", the mean over coordinates of the validation windows' end-of-window |error|; or
             "relative_error", the mean over coordinates of that error divided by the untrained model's (for a

@@ -1,5 +1,5 @@
-"""What `fit` shows while it runs (on stderr, process 0 only): the compile, a progress bar, why it stopped; and
-how long JAX spent compiling."""
+"""What `fit` shows while it runs (on stderr, process 0 only): the compile, a progress bar over the epochs (and
+one over the steps of a long epoch), why it stopped; and how long JAX spent compiling."""
 
 import sys
 import time
@@ -54,7 +54,7 @@ class Progress:
     """`fit`'s messages and its bar over the epochs; silent unless `talk`."""
 
     def __init__(self, talk: bool, desc: str):
-        self.talk, self.desc, self.bar = talk, desc, None
+        self.talk, self.desc, self.bar, self.inner = talk, desc, None, None
 
     def compiling(self):
         """A context around the compile: says it starts, then how long it took (an error ends the line)."""
@@ -79,8 +79,25 @@ class Progress:
             h=record["horizon"],
         )
 
+    def within(self, epoch: int, done: int, total: int) -> None:
+        """`done` of the `total` optimiser steps of a long epoch (one the steps program runs in parts): a
+        second bar, under the epochs'."""
+        if not self.talk:
+            return
+        if self.inner is None:
+            self.inner = tqdm(
+                total=total, desc=f"epoch {epoch}", unit="step", leave=False, position=1
+            )
+        self.inner.update(done - self.inner.n)
+
+    def within_done(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+            self.inner = None
+
     def close(self) -> None:
         # A message after the bar (an error, the reason for stopping) starts on a line of its own.
+        self.within_done()
         if self.bar is not None:
             self.bar.close()
 

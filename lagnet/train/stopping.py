@@ -1,5 +1,6 @@
 """When `fit` stops: patience (epochs without improvement, once the last horizon has started), a budget in
-optimiser steps or in seconds, and too many non-finite steps (an error)."""
+optimiser steps or in seconds (checked between steps, so within an epoch too), and too many non-finite steps
+(an error)."""
 
 import dataclasses
 import time
@@ -36,13 +37,16 @@ class StopPolicy:
                 f"(stopped at epoch {epoch})"
             )
 
-    def reason(self, epoch: int, stale: int, steps: int, *, clock: bool = True) -> str | None:
+    def reason(
+        self, epoch: int, stale: int, steps: int, *, clock: bool = True, patience: bool = True
+    ) -> str | None:
         """Why training stops after `epoch` ("patience", "max_steps", "max_seconds"), or None to go on.
 
         `stale` epochs without improvement, `steps` optimiser steps so far; `clock=False` leaves the time out
-        (before the first epoch of a resumed fit, which has not begun to spend its budget).
+        (before the first epoch of a resumed fit, which has not begun to spend its budget), `patience=False`
+        the patience (within an epoch, where only the budgets stop).
         """
-        if stale >= _limit(self.patience) and epoch >= self.last_start:
+        if patience and stale >= _limit(self.patience) and epoch >= self.last_start:
             return "patience"
         if steps >= _limit(self.max_steps):
             return "max_steps"
@@ -52,3 +56,7 @@ class StopPolicy:
 
     def steps_limit(self) -> int | float:
         return _limit(self.max_steps)
+
+    def steps_left(self, steps: int) -> int | float:
+        """How many more optimiser steps the budget allows after `steps` (inf: no budget)."""
+        return _limit(self.max_steps) - steps

@@ -189,7 +189,24 @@ def _restored(setup: _Setup) -> TrainState:
     dtypes."""
     params, _ = eqx.partition(setup.model, setup.model.trainable())
     like = TrainState.start(params, init_optimizer(setup.optimizer, params), setup.data_key, 0.0)
-    return setup.checkpoints.load_latest(like)
+    try:
+        return setup.checkpoints.load_latest(like)
+    except ValueError as error:
+        # A state saved before states recorded the step within an epoch: the same leaves without `step` (it
+        # ended an epoch, step 0). If that fails too, the first error is the one to report.
+        try:
+            state = setup.checkpoints.load_latest(_without_step(like))
+        except ValueError:
+            raise error from None
+        return eqx.tree_at(lambda s: s.step, state, jnp.asarray(0), is_leaf=_is_none)
+
+
+def _is_none(x) -> bool:
+    return x is None
+
+
+def _without_step(state: TrainState) -> TrainState:
+    return eqx.tree_at(lambda s: s.step, state, None)
 
 
 def _fit(config: Config, run_dir: str, setup: _Setup, restored, callbacks, progress: bool):

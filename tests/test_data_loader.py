@@ -334,3 +334,34 @@ def test_data_imports_nothing_above_it():
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     assert not alias.name.startswith(tuple(f"lagnet.{a}" for a in above)), path.name
+
+
+def test_a_registered_format_reads_its_files(tmp_path, monkeypatch):
+    """One reader per format (`lagnet.data.formats`): a format registered for `.tsv` reads such files, through
+    the same column mapping and checks as CSV and NPZ; an unregistered ending names the known ones."""
+    from lagnet.data import formats, load_trajectories
+    from lagnet.data.formats import base
+    from lagnet.data.table import Table
+
+    class TSVFormat(formats.AbstractFormat):
+        suffixes = (".tsv",)
+
+        def read(self, path):
+            names, *rows = [line.split("\t") for line in open(path).read().splitlines()]
+            cells = np.array(rows, dtype=float)
+            return Table(path, {n: cells[:, i] for i, n in enumerate(names)}, {}, csv=False)
+
+    monkeypatch.setattr(base, "_FORMATS", list(base._FORMATS))
+    path = tmp_path / "p.tsv"
+    with pytest.raises(ValueError, match=r"unknown file type; expected \.csv, \.csv\.gz or \.npz"):
+        formats.format_for(str(path))
+    formats.register_format(TSVFormat())
+    t = np.arange(20) * 0.1
+    path.write_text(
+        "t\ttheta\ttheta_dot\n" + "\n".join(f"{a}\t{np.sin(a)}\t{np.cos(a)}" for a in t)
+    )
+    mapping = {"time": "t", "positions": ["theta"], "velocities": ["theta_dot"]}
+    (traj,) = load_trajectories(str(path), mapping)
+    np.testing.assert_allclose(traj.q[:, 0], np.sin(t))
+    with pytest.raises(ValueError, match=r"expected \.csv, \.csv\.gz, \.npz or \.tsv"):
+        formats.format_for(str(tmp_path / "p.xlsx"))

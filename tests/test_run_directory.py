@@ -117,6 +117,44 @@ def test_kill_between_any_two_writes_of_a_checkpoint_step_resumes_bit_for_bit(
             load_run(str(run))
 
 
+def test_a_run_stopped_within_an_epoch_resumes_bit_for_bit(data, reference, tmp_path):
+    """`training.max_steps` stops a run one step into its second epoch (its state saved there, the epoch's
+    record marked partial); `--resume` with the budget lifted ends where the run never stopped did."""
+    steps = json.loads((reference / "summary.json").read_text())["steps_run"]
+    run = tmp_path / "run"
+    train_run(config(data, max_steps=steps // EPOCHS + 1), str(run), progress=False)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_steps" and summary["steps_run"] == steps // EPOCHS + 1
+    assert json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])["partial"]
+    train_run(config(data), str(run), progress=False, resume=True)
+    last = "last.eqx"
+    assert files(run)[last] == files(reference)[last]
+    assert epochs_of(run) == epochs_of(reference)
+
+
+def test_a_state_saved_without_its_step_within_the_epoch_still_resumes(data, reference, tmp_path):
+    """Training states written before they recorded the step within an epoch (their last leaf, `step`,
+    missing) resume as the end of their epoch: bit for bit as before."""
+    import numpy as np
+
+    run = tmp_path / "run"
+    train_run(config(data, epochs=EPOCHS - 1), str(run), progress=False)
+    (state_file,) = [n for n in files(run) if n.startswith("state-")]
+    path = run / "checkpoints" / state_file
+    with open(path, "rb") as f:  # one .npy record per leaf: cut off the last
+        starts = []
+        while True:
+            at = f.tell()
+            try:
+                np.load(f, allow_pickle=False)
+            except (EOFError, ValueError):
+                break
+            starts.append(at)
+    path.write_bytes(path.read_bytes()[: starts[-1]])
+    train_run(config(data), str(run), progress=False, resume=True)
+    assert files(run)["last.eqx"] == files(reference)["last.eqx"]
+
+
 def test_stale_best_model_is_flagged_until_resume_rewrites_it(data, reference, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(reference, run)

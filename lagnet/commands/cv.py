@@ -151,22 +151,10 @@ class _Reference:
         return self.by_file[held_out]
 
 
-def cross_validate(
-    paths, out: str, *, folds: str | None = None, epochs=None, horizon=None, progress=False
-) -> dict:
-    """Train and score every fold of every config (see the module's docstring); returns cv.json's content."""
-    from ..config import load_config
-    from ..data.horizons import parse_horizon
-    from ..evaluate.run import end_errors
-    from ..models import physics_prior
-    from ..run import load_run, save_json
-    from ..run.training import train_run
-    from ..train.fit import TrainingDiverged
-
-    configs = [load_config(p) for p in paths]
+def _names(paths, configs) -> list[str]:
+    """The configs' names, or their file names where two names alike would train into the same folders."""
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
-        # Two configs named alike would train into the same folders: tell them apart by file name.
         names = [os.path.splitext(os.path.basename(p))[0] for p in paths]
         if len(set(names)) != len(names):
             raise ValueError(
@@ -181,75 +169,82 @@ def cross_validate(
             )
         if config.dtype == "float64":
             jax.config.update("jax_enable_x64", True)
-    h = parse_horizon(
-        horizon if horizon is not None else configs[0].evaluation.horizon, "--horizon"
-    )
-    reference = _Reference(h)
-    results = []
-    for path, name, config in zip(paths, names, configs, strict=True):
-        files = list(config.data.train)
-        entry = {"name": name, "config": path, "folds": []}
-        for i in parse_folds(folds, files, path):
-            train, validation = fold_files(config, i)
-            changes = {"data": {"train": train, "validation": validation, "test": [files[i]]}}
-            if epochs is not None:
-                changes["training"] = {"epochs": epochs}
-            fold_config = config.replace(changes)
-            run_dir = os.path.join(out, name, f"fold-{i + 1}")
-            if progress:
-                print(
-                    f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            cut, given, described = reference.get(config, fold_config, files[i])
-            failed = None
-            try:
-                train_run(fold_config, run_dir, progress=progress, overwrite=True)
-            except TrainingDiverged as e:
-                # One fold that diverges scores as failed (an infinite mean); the other folds still count.
-                failed = str(e)
-            if failed is None:
-                trained = load_run(run_dir)
-                models = {"model": trained.model}
-                physics = physics_prior(trained.model)
-                if physics is not None:
-                    models["physics"] = physics
-                errors = end_errors(models, trained.integrator, cut)
-            else:
-                nan = dict.fromkeys(given, float("nan"))
-                errors = {"model": nan, "physics": nan}
-            ratios = {k: _ratios(v, given) for k, v in errors.items()}
-            entry["folds"].append(
-                {
-                    "fold": i + 1,
-                    "held_out": files[i],
-                    "train": train,
-                    "validation": validation,
-                    "run": run_dir,
-                    "windows": len(cut.sources),
-                    "errors": {"given physics": given, **errors},
-                    "ratios": ratios,
-                    "mean_ratio": {k: _mean(r.values()) for k, r in ratios.items()},
-                    "failed": failed,
-                }
-            )
-            entry["reference"] = described
-            if failed is None:
-                entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
-        if "trained_parameters" not in entry:
-            entry["trained_parameters"] = dict.fromkeys(entry["folds"][0]["ratios"], 0)
-        candidates = [
-            k for k in entry["folds"][0]["ratios"] if all(k in f["ratios"] for f in entry["folds"])
-        ]
-        entry["summary"] = {
-            k: {
-                "mean": _mean(f["mean_ratio"][k] for f in entry["folds"]),
-                "worst": _worst(r for f in entry["folds"] for r in f["ratios"][k].values()),
-            }
-            for k in candidates
+    return names
+
+
+def _fold(config, name, i, out, epochs, reference, progress) -> tuple[dict, dict | None, str]:
+    """Train fold `i` of `config` (recording i held out) and score it: its entry, the trained models (None
+    when it diverged) and the reference's description."""
+    from ..evaluate.run import end_errors
+    from ..models import physics_prior
+    from ..run import load_run
+    from ..run.training import train_run
+    from ..train.fit import TrainingDiverged
+
+    files = list(config.data.train)
+    train, validation = fold_files(config, i)
+    changes = {"data": {"train": train, "validation": validation, "test": [files[i]]}}
+    if epochs is not None:
+        changes["training"] = {"epochs": epochs}
+    fold_config = config.replace(changes)
+    run_dir = os.path.join(out, name, f"fold-{i + 1}")
+    if progress:
+        print(
+            f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}",
+            file=sys.stderr,
+            flush=True,
+        )
+    cut, given, described = reference.get(config, fold_config, files[i])
+    failed, models = None, None
+    try:
+        train_run(fold_config, run_dir, progress=progress, overwrite=True)
+    except TrainingDiverged as e:
+        # One fold that diverges scores as failed (an infinite mean); the other folds still count.
+        failed = str(e)
+    if failed is None:
+        trained = load_run(run_dir)
+        models = {"model": trained.model}
+        physics = physics_prior(trained.model)
+        if physics is not None:
+            models["physics"] = physics
+        errors = end_errors(models, trained.integrator, cut)
+    else:
+        nan = dict.fromkeys(given, float("nan"))
+        errors = {"model": nan, "physics": nan}
+    ratios = {k: _ratios(v, given) for k, v in errors.items()}
+    entry = {
+        "fold": i + 1,
+        "held_out": files[i],
+        "train": train,
+        "validation": validation,
+        "run": run_dir,
+        "windows": len(cut.sources),
+        "errors": {"given physics": given, **errors},
+        "ratios": ratios,
+        "mean_ratio": {k: _mean(r.values()) for k, r in ratios.items()},
+        "failed": failed,
+    }
+    return entry, models, described
+
+
+def _summarise(entry: dict) -> None:
+    """The config's mean and worst ratio over its folds, per prediction."""
+    if "trained_parameters" not in entry:
+        entry["trained_parameters"] = dict.fromkeys(entry["folds"][0]["ratios"], 0)
+    candidates = [
+        k for k in entry["folds"][0]["ratios"] if all(k in f["ratios"] for f in entry["folds"])
+    ]
+    entry["summary"] = {
+        k: {
+            "mean": _mean(f["mean_ratio"][k] for f in entry["folds"]),
+            "worst": _worst(r for f in entry["folds"] for r in f["ratios"][k].values()),
         }
-        results.append(entry)
+        for k in candidates
+    }
+
+
+def _rank(results: list[dict]) -> tuple[list[dict], dict]:
+    """Every config's predictions by mean ratio, and the choice among those tied with the best."""
     ranking = sorted(
         (
             {
@@ -268,6 +263,35 @@ def cross_validate(
     # Ties (within rounding) go to the simpler: physics before a network, then fewer trained parameters.
     tied = [c for c in ranking if c["mean"] <= best["mean"] * (1 + TIE) + 1e-300]
     choice = min(tied, key=lambda c: (c["prediction"] != "physics", c["trained_parameters"]))
+    return ranking, choice
+
+
+def cross_validate(
+    paths, out: str, *, folds: str | None = None, epochs=None, horizon=None, progress=False
+) -> dict:
+    """Train and score every fold of every config (see the module's docstring); returns cv.json's content."""
+    from ..config import load_config
+    from ..data.horizons import parse_horizon
+    from ..run import save_json
+
+    configs = [load_config(p) for p in paths]
+    names = _names(paths, configs)
+    h = parse_horizon(
+        horizon if horizon is not None else configs[0].evaluation.horizon, "--horizon"
+    )
+    reference = _Reference(h)
+    results = []
+    for path, name, config in zip(paths, names, configs, strict=True):
+        entry = {"name": name, "config": path, "folds": []}
+        for i in parse_folds(folds, list(config.data.train), path):
+            fold, models, described = _fold(config, name, i, out, epochs, reference, progress)
+            entry["folds"].append(fold)
+            entry["reference"] = described
+            if models is not None:
+                entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
+        _summarise(entry)
+        results.append(entry)
+    ranking, choice = _rank(results)
     report = {
         "horizon": h.label,
         "reference": "mean |error| at the horizon of the physics as given (the first config's model before "

@@ -415,14 +415,14 @@ class TrainingConfig(_Section):
     max_steps: int | None = option(
         None,
         (int,),
-        "a budget in optimiser steps: stop after the epoch that reaches it; null: epochs only",
+        "a budget in optimiser steps: stop at that step (within an epoch if need be); null: epochs only",
         positive,
         nullable=True,
     )
     max_seconds: float | None = option(
         None,
         NUM,
-        "a budget in seconds of training (this process): stop after the epoch that reaches it; null: off",
+        "a budget in seconds of training (this process): stop at the first step after it; null: off",
         positive,
         nullable=True,
     )

@@ -5,15 +5,8 @@ a missing column, a value that is not a finite number, time that does not increa
 that does not fit the system's coordinates.
 """
 
-import csv
 import dataclasses
-import gzip
-import io
-import json
 import os
-import re
-import zipfile
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,237 +15,44 @@ from jaxtyping import Float, Int, Shaped
 
 from ..systems.base import AbstractSystem
 from .angles import unwrap
+from .formats import format_for, reading_progress
 from .mapping import ColumnMapping, offset_and_kind
+from .table import META_KEY, Table
 from .trajectory import Trajectory
 from .units import parse_unit
 
-META_KEY = "meta"
-
-
-class _Table:
-    """Columns of one file, and how to name a row of it in an error.
-
-    `aliases` are other names of columns: a CSV header `x [m]` is column `x` (unit m) and may be named either way.
-    """
-
-    def __init__(
-        self,
-        path: str,
-        columns: dict[str, Shaped[np.ndarray, "_rows ..."]],
-        meta: dict[str, Any],
-        csv: bool,
-        aliases: dict[str, str] | None = None,
-    ) -> None:
-        self.path, self.columns, self.meta, self.csv = path, columns, meta, csv
-        self.aliases = aliases or {}
-
-    def name(self, name: str) -> str:
-        """The column's own name (a CSV header's name without its `[unit]`)."""
-        return self.aliases.get(name, name)
-
-    @property
-    def units(self) -> dict[str, str]:
-        """The units the file declares, by column."""
-        return self.meta.get("units", {})
-
-    def row(self, i: int) -> str:
-        """Row `i`, as named in an error."""
-        # CSV rows are also given as the file's line (1-based, the header is line 1), for an editor.
-        return f"row {i} (line {i + 2})" if self.csv else f"row {i}"
-
-    def get(self, name: str, role: str) -> Shaped[np.ndarray, "_rows ..."]:
-        """The column `name` (1-D, or a 2-D NPZ array); a `ValueError` naming its `role` if there is none."""
-        name = self.name(name)
-        if name not in self.columns:
-            raise ValueError(
-                f"{self.path}: column {name!r} ({role}) not found; "
-                f"the file has columns {sorted(self.columns)}"
-            )
-        return self.columns[name]
+# The names this module had before the formats moved out (`lagnet.data.formats`).
+_Table = Table
+__all__ = [
+    "META_KEY",
+    "finite_difference",
+    "load_trajectories",
+    "load_trajectory",
+    "read_table",
+    "reading_progress",
+]
 
 
 def read_table(
     path: str | os.PathLike,
 ) -> tuple[dict[str, Shaped[np.ndarray, "_rows ..."]], dict[str, Any]]:
-    """The columns (name → array) and metadata of a `.csv`, `.csv.gz` or `.npz` file."""
+    """The columns (name → array) and metadata of a data file in a registered format (`lagnet.data.formats`:
+    `.csv`, `.csv.gz` or `.npz`)."""
     table = _read(str(path))
     return table.columns, table.meta
 
 
 def _read(path: str) -> _Table:
-    """The table of a file; checks that it exists and is a `.csv`, `.csv.gz` or `.npz`."""
+    """The table of a file; checks that it exists and is in a registered format."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a data file (.csv, .csv.gz or .npz)")
+    fmt = format_for(path)
     try:
-        return _read_file(path)
+        return fmt.read(path)
     except PermissionError as e:
         raise ValueError(f"{path}: cannot be read ({e.strerror})") from None
-
-
-def _read_file(path: str) -> _Table:
-    if path.endswith(".npz"):
-        return _read_npz(path)
-    if path.endswith(".csv") or path.endswith(".csv.gz"):
-        return _read_csv(path)
-    raise ValueError(f"{path}: unknown file type; expected .csv, .csv.gz or .npz")
-
-
-def _read_npz(path: str) -> _Table:
-    """The arrays (but `meta`, JSON metadata) of an NPZ file.
-
-    Checks that the file is a zip archive (numpy would otherwise try it as a pickle), that every array can be read
-    and is 1-D or 2-D numbers, and that `meta` is a JSON object whose `units` map names to strings.
-    """
-    if not zipfile.is_zipfile(path):
-        raise ValueError(
-            f"{path}: not an NPZ file (not a zip archive: truncated, or another format named .npz)"
-        )
-    columns = {}
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            for name in f.files:
-                columns[name] = f[name]
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
-        # A damaged archive, or an object array (which only a pickle could read).
-        raise ValueError(f"{path}: an array cannot be read ({type(e).__name__}: {e})") from None
-    meta = _npz_meta(path, columns.pop(META_KEY, None))
-    for name, arr in columns.items():
-        if arr.ndim not in (1, 2):
-            raise ValueError(
-                f"{path}: array {name!r} has shape {arr.shape}; columns must be 1-D (rows,) "
-                f"or 2-D (rows, width)"
-            )
-        if arr.dtype.kind not in "iuf":
-            raise ValueError(
-                f"{path}: array {name!r} holds {arr.dtype} values, expected numbers (integers or floats)"
-            )
-    return _Table(path, columns, meta, csv=False)
-
-
-def _npz_meta(path: str, raw: np.ndarray | None) -> dict[str, Any]:
-    """The metadata of an NPZ file: a JSON object in a 0-d string array, {} if there is none."""
-    if raw is None:
-        return {}
-    try:
-        meta = json.loads(raw.item()) if raw.ndim == 0 and raw.dtype.kind == "U" else None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: array {META_KEY!r} is not valid JSON ({e})") from None
-    units = meta.get("units", {}) if isinstance(meta, dict) else None
-    if not isinstance(units, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in units.items()
-    ):
-        raise ValueError(
-            f"{path}: array {META_KEY!r} must hold a JSON object whose 'units' map column names to "
-            f"unit strings"
-        )
-    return meta
-
-
-def _read_csv(path: str) -> _Table:
-    """The columns of a CSV file, as floats (an empty cell is NaN).
-
-    Checks that there is a header of distinct names, that every row has as many fields, that the file is valid CSV
-    and that every cell is a number.
-    """
-    text = _read_text(path)
-    reader = csv.reader(io.StringIO(text))
-    try:
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise ValueError(
-                f"{path}: empty file (expected a header row of column names)"
-            ) from None
-        if not any(header):
-            raise ValueError(f"{path}: line 1 is empty (expected a header row of column names)")
-        if len(header) == 1:
-            _check_delimiter(path, header[0])
-        header, units, aliases = _header_units(path, header)
-        if len(set(header)) != len(header):
-            dup = sorted({h for h in header if header.count(h) > 1})
-            raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
-        rows = []
-        for i, row in enumerate(reader):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise ValueError(
-                    f"{path}: row {len(rows)} (line {i + 2}) has {len(row)} fields, "
-                    f"the header has {len(header)}"
-                )
-            rows.append(row)
-    except csv.Error as e:
-        # Malformed CSV (a stray carriage return, an unclosed quote): say where, not csv's traceback.
-        raise ValueError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
-    cells = np.array(rows, dtype=object).reshape(len(rows), len(header))
-    columns = {}
-    for j, name in enumerate(header):
-        raw = [c.strip() or "nan" for c in cells[:, j]]
-        try:
-            columns[name] = np.array(raw, dtype=float)
-        except ValueError:
-            for i, c in enumerate(raw):
-                try:
-                    float(c)
-                except ValueError:
-                    raise ValueError(
-                        f"{path}: column {name!r} row {i} (line {i + 2}): "
-                        f"cannot read {c!r} as a number"
-                    ) from None
-    return _Table(path, columns, {"units": units} if units else {}, csv=True, aliases=aliases)
-
-
-def _read_text(path: str) -> str:
-    """The text of a (gzipped) CSV file: UTF-8, an Excel byte-order mark dropped; errors name the file."""
-    try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as f:
-                return f.read()
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path}: not a text (UTF-8) file: byte 0x{e.object[e.start : e.start + 1].hex()} at "
-            f"position {e.start} cannot be decoded (a binary file, or text saved in another encoding: "
-            f"save it as UTF-8 CSV)"
-        ) from None
-    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise ValueError(f"{path}: not a valid gzip file ({e})") from None
-
-
-def _check_delimiter(path: str, header: str) -> None:
-    """Checks that a one-column header is not a whole header separated by something other than commas."""
-    for delimiter, name in ((";", "semicolons"), ("\t", "tabs")):
-        if delimiter in header:
-            raise ValueError(
-                f"{path}: the header {header!r} is one column: the file is separated by {name}, lagnet "
-                f"reads comma-separated files (with '.' as the decimal point)"
-            )
-
-
-# `x [m]`: a column name, white space, a unit in brackets (not `q[1]`, an index).
-_HEADER_UNIT = re.compile(r"^(.*\S)\s+\[([^\[\]]+)\]$")
-
-
-def _header_units(path: str, header: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """Column names without their units, the units (`x [m]` → x: m) and the aliases (`x [m]` → x).
-
-    Checks that each declared unit is known.
-    """
-    names, units, aliases = [], {}, {}
-    for h in header:
-        m = _HEADER_UNIT.match(h)
-        if m is None:
-            names.append(h)
-            continue
-        name, unit = m.group(1), m.group(2).strip()
-        parse_unit(unit, f"{path}: header {h!r}")
-        names.append(name)
-        units[name] = unit
-        aliases[h] = name
-    return names, units, aliases
 
 
 def _columns(

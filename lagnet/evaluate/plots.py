@@ -156,9 +156,8 @@ def plot_learned_parts(model, trajs, units: dict, path: str) -> str | None:
     import jax
     import jax.numpy as jnp
 
-    from ..models import PINODE, LearnedPotential
-
-    if isinstance(model, LearnedPotential):
+    parts = model.learned_parts()
+    if "potential" in parts:
         n = model.system.n_dof
         if n != 1:
             return None
@@ -174,12 +173,12 @@ def plot_learned_parts(model, trajs, units: dict, path: str) -> str | None:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         return path
-    if not isinstance(model, PINODE) or (model.network is None and model.friction is None):
+    if "force" not in parts:
         return None
     traj = trajs[0]
     step = max(traj.n_rows // 4000, 1)
     q, qd, u = (jnp.asarray(x[::step]) for x in (traj.q, traj.qd, traj.u))
-    learned = np.asarray(jax.vmap(model.nonconservative_force)(q, qd, u.astype(q.dtype)))
+    learned = np.asarray(jax.vmap(model.learned_force)(q, qd, u.astype(q.dtype)))
     plant = true_plant(traj.meta)
     true = np.asarray(jax.vmap(plant.unmodelled_force)(q, qd)) if plant is not None else None
     names = model.system.coordinate_names

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from ..config.sources import accepts_trust_code
 from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horizon
-from ..models import PINODE, physics_prior
+from ..models import physics_prior
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
 from ..run.files import sha256_file, writable_folder
@@ -79,7 +79,7 @@ def baseline(model, input_history: int = 0) -> tuple[str, object]:
     prior = physics_prior(model)
     if prior is not None:
         return PRIOR, prior
-    return KNOWN, PINODE(model.system, input_history=input_history)
+    return KNOWN, model.known_mechanics(input_history)
 
 
 def window_error_samples(model, base, integrator, windows, angles) -> dict:
@@ -424,6 +424,99 @@ def _windows_description(stride, starts, seed) -> str:
     return f"windows drawn at random (seed {seed}) from all start samples"
 
 
+def _options(ec, horizons, stride, long_horizon, windows, starts):
+    """The evaluation's horizons, stride, long horizon and window count, parsed, with the config's defaults."""
+    horizons = [
+        h if isinstance(h, Horizon) else parse_horizon(h, "horizon")
+        for h in (horizons or [ec.horizon])
+    ]
+    stride = (
+        parse_horizon(stride, "stride")
+        if stride is not None and not isinstance(stride, Horizon)
+        else stride
+    )
+    long_h = (
+        long_horizon
+        if isinstance(long_horizon, Horizon)
+        else parse_horizon(
+            long_horizon if long_horizon is not None else ec.long_horizon, "long horizon"
+        )
+    )
+    if stride is None and starts is None and windows is None:
+        windows = ec.windows
+    return horizons, stride, long_h, windows
+
+
+def _window_metrics(run_dir, run, errs, cut, base, trajs, paths, checkpoint, sha, stride, starts):
+    """metrics.json's window errors, per horizon, over time and by region (without the long rollout)."""
+    config, system = run.config, run.model.system
+    names, angles, label = system.state_names, system.angles, base[0]
+    ec = config.evaluation
+    per_horizon = horizon_metrics(errs, cut, names)
+    for h in per_horizon:
+        h["ratio_to_prior"] = ratios(h["errors"], label)
+    # Every prediction's curve on the same time grid (it depends only on the windows' times).
+    curves = {k: error_versus_time(v, cut.elapsed, cut.lengths) for k, v in errs.items()}
+    regions = region_errors(
+        errs,
+        cut.ends[0],
+        cut.windows.q[:, 0],
+        cut.windows.qd[:, 0],
+        names,
+        angles,
+        bins=ec.amplitude_bins,
+        regions=ec.regions,
+        label=label,
+    )
+    return {
+        "run": run_dir,
+        "model_type": config.model.type,
+        "integrator": config.integrator.name,
+        "system": config.system.name,
+        "data": list(paths),
+        "checkpoint": {"file": checkpoint, "sha256": sha},
+        "units": system.state_units,
+        "windows": len(cut.sources),
+        "window_selection": _windows_description(stride, starts, config.seed),
+        "baseline": label,
+        # The first horizon's errors stay at the top level (what `lagnet compare` and older readers use).
+        "horizon": per_horizon[0]["label"],
+        "errors": per_horizon[0]["errors"],
+        "ratio_to_prior": per_horizon[0]["ratio_to_prior"],
+        "horizons": per_horizon,
+        "error_vs_time": {
+            "t": curves["model"][0].tolist(),
+            "errors": {
+                k: dict(zip(names, mean.T.tolist(), strict=True)) for k, (_, mean) in curves.items()
+            },
+        },
+        "regions": {"horizon": per_horizon[0]["label"], **regions},
+    }
+
+
+def _write_outputs(metrics, errs, cut, traces, w, model, trajs, out_dir, plots, bar) -> dict:
+    """metrics.json, the figures and report.md into `out_dir`, as one set; returns the figures' paths.
+
+    Every file goes to a new folder that then takes the place of the old one: a killed evaluation never
+    leaves new metrics beside an old report or old figures.
+    """
+    tmp = _prepare_output(out_dir)
+    try:
+        save_json(os.path.join(tmp, "metrics.json"), metrics)
+        bar.update()
+        figures = {}
+        if plots:
+            bar.set_postfix_str("figures")
+            figures = write_figures(metrics, errs, cut, traces, w, model, trajs, tmp)
+        from .report import write_report
+
+        write_report(metrics, figures, os.path.join(tmp, "report.md"))
+        _publish(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {k: os.path.join(out_dir, os.path.basename(v)) for k, v in figures.items()}
+
+
 @accepts_trust_code
 def evaluate_run(
     run_dir: str,
@@ -455,25 +548,9 @@ def evaluate_run(
     model, config, integrator = run.model, run.config, run.integrator
     out_dir = out_dir or os.path.join(run_dir, "evaluation")
     check_writable(out_dir, "the evaluation")
-    ec = config.evaluation
-    horizons = [
-        h if isinstance(h, Horizon) else parse_horizon(h, "horizon")
-        for h in (horizons or [ec.horizon])
-    ]
-    stride = (
-        parse_horizon(stride, "stride")
-        if stride is not None and not isinstance(stride, Horizon)
-        else stride
+    horizons, stride, long_h, windows = _options(
+        config.evaluation, horizons, stride, long_horizon, windows, starts
     )
-    long_h = (
-        long_horizon
-        if isinstance(long_horizon, Horizon)
-        else parse_horizon(
-            long_horizon if long_horizon is not None else ec.long_horizon, "long horizon"
-        )
-    )
-    if stride is None and starts is None and windows is None:
-        windows = ec.windows
     bar = tqdm(total=4, desc=f"evaluate {run_dir}", disable=not progress, unit="stage")
     dtype = jnp.dtype(config.dtype)
     system = model.system
@@ -489,55 +566,15 @@ def evaluate_run(
     )
     names, angles = system.state_names, system.angles
     base = baseline(model, config.model.input_history)
-    label = base[0]
 
     bar.update()
     bar.set_postfix_str("window errors")
     errs = window_error_samples(model, base, integrator, cut.windows, angles)
-    per_horizon = horizon_metrics(errs, cut, names)
-    for h in per_horizon:
-        h["ratio_to_prior"] = ratios(h["errors"], label)
-    # Every prediction's curve on the same time grid (it depends only on the windows' times).
-    curves = {k: error_versus_time(v, cut.elapsed, cut.lengths) for k, v in errs.items()}
-    metrics = {
-        "run": run_dir,
-        "model_type": config.model.type,
-        "integrator": config.integrator.name,
-        "system": config.system.name,
-        "data": list(paths),
-        "checkpoint": {"file": checkpoint, "sha256": sha},
-        "units": system.state_units,
-        "windows": len(cut.sources),
-        "window_selection": _windows_description(stride, starts, config.seed),
-        "baseline": label,
-        # The first horizon's errors stay at the top level (what `lagnet compare` and older readers use).
-        "horizon": per_horizon[0]["label"],
-        "errors": per_horizon[0]["errors"],
-        "ratio_to_prior": per_horizon[0]["ratio_to_prior"],
-        "horizons": per_horizon,
-        "error_vs_time": {
-            "t": curves["model"][0].tolist(),
-            "errors": {
-                k: dict(zip(names, mean.T.tolist(), strict=True)) for k, (_, mean) in curves.items()
-            },
-        },
-        "regions": {
-            "horizon": per_horizon[0]["label"],
-            **region_errors(
-                errs,
-                cut.ends[0],
-                cut.windows.q[:, 0],
-                cut.windows.qd[:, 0],
-                names,
-                angles,
-                bins=ec.amplitude_bins,
-                regions=ec.regions,
-                label=label,
-            ),
-        },
-        "coverage": coverage(config, system, trajs),
-        **training_notes(folder),
-    }
+    metrics = _window_metrics(
+        run_dir, run, errs, cut, base, trajs, paths, checkpoint, sha, stride, starts
+    )
+    metrics["coverage"] = coverage(config, system, trajs)
+    metrics.update(training_notes(folder))
 
     bar.update()
     bar.set_postfix_str("long rollout")
@@ -548,25 +585,9 @@ def evaluate_run(
         model, base[1], integrator, w, spread, names, angles
     )
     metrics["long_rollout"]["start"] = long_cut.sources[0]
-    # Every file goes to a new folder that then takes the place of the old one: a killed evaluation never
-    # leaves new metrics beside an old report or old figures.
-    tmp = _prepare_output(out_dir)
-    try:
-        save_json(os.path.join(tmp, "metrics.json"), metrics)
-        bar.update()
-        figures = {}
-        if plots:
-            bar.set_postfix_str("figures")
-            figures = write_figures(metrics, errs, cut, traces, w, model, trajs, tmp)
-        from .report import write_report
-
-        write_report(metrics, figures, os.path.join(tmp, "report.md"))
-        _publish(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    figures = _write_outputs(metrics, errs, cut, traces, w, model, trajs, out_dir, plots, bar)
     bar.update()
     bar.close()
-    figures = {k: os.path.join(out_dir, os.path.basename(v)) for k, v in figures.items()}
     metrics["written"] = [os.path.join(out_dir, f) for f in ("metrics.json", "report.md")] + list(
         figures.values()
     )

@@ -4,7 +4,9 @@ import abc
 
 import equinox as eqx
 import jax
+import numpy as np
 
+from .._types import Q, QDot, Scalar, U
 from ..systems.base import AbstractDynamics, AbstractSystem
 from ..systems.parameters import Bounded
 from .features import OutputScale, StateFeatures
@@ -28,14 +30,43 @@ class AbstractModel(AbstractDynamics):
     def trainable(self):
         """A filter spec for `eqx.partition`: True for the inexact arrays an optimiser updates."""
 
+    @abc.abstractmethod
     def physics_prior(self) -> "AbstractModel | None":
         """The model's physics alone, without its learned parts: what the learned parts are measured against
         (the identified physics of a PINODE). None for a model with no physics of its own (a black box)."""
-        return None
 
+    @abc.abstractmethod
     def with_physics_trainable(self, trainable: bool) -> "AbstractModel":
         """This model with its physical parameters trainable or frozen; a model without any: itself."""
-        return self
+
+    @abc.abstractmethod
+    def with_physics_from(self, source: "AbstractModel") -> "AbstractModel":
+        """This model with the physics `source` ended with (a two-stage fit, `model.start_from`); raises
+        `ValueError` when either has no physics to start from."""
+
+    @abc.abstractmethod
+    def known_mechanics(self, input_history: int | None = None) -> "AbstractModel":
+        """The known system alone, q̈ = M(q)⁻¹ [B(q) u − C(q, q̇) q̇ − G(q)], as a model reading the stacked
+        inputs of `input_history` past steps (None: this model's): the physics a model without physics of its
+        own is measured against."""
+
+    @abc.abstractmethod
+    def learned_parts(self) -> tuple[str, ...]:
+        """What the model learns beyond the known mechanics: "force" (a generalised force Q(q, q̇, u),
+        `learned_force`), "potential" (V_θ(q), `learned_potential`), "acceleration" (q̈ itself)."""
+
+    def learned_force(self, q: Q, qd: QDot, u: U) -> QDot:
+        """The learned generalised force Q(q, q̇, u) (friction and network), when "force" is a learned part."""
+        raise NotImplementedError(f"a {type(self).__name__} learns no generalised force")
+
+    def learned_potential(self, q: Q) -> Scalar:
+        """The learned potential V_θ(q), when "potential" is a learned part."""
+        raise NotImplementedError(f"a {type(self).__name__} learns no potential")
+
+    @abc.abstractmethod
+    def summary(self) -> dict:
+        """What the model's physics came out as, by name (friction, learned parameters, output scales), for
+        reports: plain numbers and lists."""
 
     @property
     def history(self) -> InputHistory:
@@ -84,3 +115,10 @@ def frozen_known_parts(model: eqx.Module):
     return jax.tree_util.tree_map(
         spec, model, is_leaf=lambda x: frozen(x) or isinstance(x, Bounded)
     )
+
+
+def output_scale_summary(model: eqx.Module) -> dict:
+    """The network output scale s of `model`'s first `OutputScale`, as `summary()` reports it (empty: none)."""
+    leaves = jax.tree_util.tree_leaves(model, is_leaf=lambda x: isinstance(x, OutputScale))
+    scales = [x for x in leaves if isinstance(x, OutputScale)]
+    return {"output_scale": np.asarray(scales[0].value).tolist()} if scales else {}

@@ -5,8 +5,9 @@ import jax.numpy as jnp
 
 from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractSystem
-from .base import AbstractModel, frozen_known_parts
+from .base import AbstractModel, frozen_known_parts, output_scale_summary
 from .features import OutputScale, StateFeatures
+from .pinode import PINODE
 
 
 class BlackBox(AbstractModel):
@@ -32,6 +33,25 @@ class BlackBox(AbstractModel):
 
     def trainable(self):
         return frozen_known_parts(self)
+
+    def physics_prior(self) -> None:
+        return None
+
+    def with_physics_trainable(self, trainable: bool) -> "BlackBox":
+        return self
+
+    def with_physics_from(self, source: AbstractModel) -> "BlackBox":
+        raise ValueError("a BlackBox has no physics to start; a PINODE (pinode, pure_ode) has")
+
+    def known_mechanics(self, input_history: int | None = None) -> PINODE:
+        history = self.input_history if input_history is None else input_history
+        return PINODE(self.system, input_history=history)
+
+    def learned_parts(self) -> tuple[str, ...]:
+        return ("acceleration",)
+
+    def summary(self) -> dict:
+        return output_scale_summary(self)
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
         u = self.history.or_zeros(u, q.dtype)

@@ -4,13 +4,14 @@ import copy
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 
 from .._indexing import place
 from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
 from ..systems.friction import AbstractFriction
 from ..systems.parameters import Bounded
-from .base import AbstractModel, frozen_known_parts
+from .base import AbstractModel, frozen_known_parts, output_scale_summary
 from .features import OutputScale, StateFeatures
 from .region import TrainingRegion
 
@@ -135,6 +136,30 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         # A frozen dataclass field set on the copy only, as dataclasses' own __init__ sets it.
         object.__setattr__(new, "physics_trainable", bool(trainable))
         return new
+
+    def with_physics_from(self, source: AbstractModel) -> "PINODE":
+        return start_physics_from(self, source)
+
+    def known_mechanics(self, input_history: int | None = None) -> "PINODE":
+        history = self.input_history if input_history is None else input_history
+        return PINODE(self.system, input_history=history)
+
+    def learned_parts(self) -> tuple[str, ...]:
+        return ("force",) if self.network is not None or self.friction is not None else ()
+
+    def learned_force(self, q: Q, qd: QDot, u: U) -> QDot:
+        return self.nonconservative_force(q, qd, u)
+
+    def summary(self) -> dict:
+        out = {}
+        # The model's own friction (a known system may carry its description's friction too, not learned).
+        if self.friction is not None:
+            out["friction"] = self.friction.summary(self.coordinate_names)
+        if self.parameters:
+            out["learned_parameters"] = {
+                k: np.asarray(p.value).tolist() for k, p in self.parameters.items()
+            }
+        return out | output_scale_summary(self)
 
     @property
     def known_system(self) -> AbstractSystem:

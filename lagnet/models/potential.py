@@ -7,8 +7,9 @@ import jax.scipy.linalg as jsl
 
 from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
-from .base import AbstractModel, frozen_known_parts
+from .base import AbstractModel, frozen_known_parts, output_scale_summary
 from .features import StateFeatures
+from .pinode import PINODE
 
 
 class LearnedPotential(AbstractModel, AbstractLagrangianDynamics):
@@ -30,6 +31,29 @@ class LearnedPotential(AbstractModel, AbstractLagrangianDynamics):
 
     def trainable(self):
         return frozen_known_parts(self)
+
+    def physics_prior(self) -> None:
+        return None
+
+    def with_physics_trainable(self, trainable: bool) -> "LearnedPotential":
+        return self
+
+    def with_physics_from(self, source: AbstractModel) -> "LearnedPotential":
+        raise ValueError(
+            "a LearnedPotential has no physics to start; a PINODE (pinode, pure_ode) has"
+        )
+
+    def known_mechanics(self, input_history: int | None = None) -> PINODE:
+        return PINODE(self.system, input_history=0 if input_history is None else input_history)
+
+    def learned_parts(self) -> tuple[str, ...]:
+        return ("potential",) + (("force",) if self.dissipation is not None else ())
+
+    def learned_force(self, q: Q, qd: QDot, u: U) -> QDot:
+        return self.dissipation_force(q, qd)
+
+    def summary(self) -> dict:
+        return output_scale_summary(self)
 
     def potential_energy(self, q: Q):
         return self.learned_potential(q)

@@ -3,34 +3,16 @@
 import warnings
 
 import equinox as eqx
-import jax
 import numpy as np
 
 from ..systems.parameters import bounded_leaves
 from .base import AbstractModel
-from .features import OutputScale
-from .pinode import PINODE
-
-
-def _nodes(model, kind):
-    leaves = jax.tree_util.tree_leaves(model, is_leaf=lambda x: isinstance(x, kind))
-    return [x for x in leaves if isinstance(x, kind)]
 
 
 def physics_summary(model: AbstractModel) -> dict:
-    """Friction coefficients and shape, learned physical parameters and network output scales, by name."""
-    out = {}
-    # The model's own friction (a known system may carry its description's friction too, which is not learned).
-    if isinstance(model, PINODE) and model.friction is not None:
-        out["friction"] = model.friction.summary(model.coordinate_names)
-    if isinstance(model, PINODE) and model.parameters:
-        out["learned_parameters"] = {
-            k: np.asarray(p.value).tolist() for k, p in model.parameters.items()
-        }
-    scales = _nodes(model, OutputScale)
-    if scales:
-        out["output_scale"] = np.asarray(scales[0].value).tolist()
-    return out
+    """Friction coefficients and shape, learned physical parameters and network output scales, by name
+    (`model.summary()`)."""
+    return model.summary()
 
 
 def unchanged_parameters(before: AbstractModel, after: AbstractModel) -> list[str]:

@@ -8,7 +8,7 @@ import os
 from .files import save_json, sha256_file
 
 SPEC_FILE = "run.json"
-# The run's own copy of a system source file (`lagnet.run.training.keep_system_source` writes it).
+# The run's own copy of a system source file (`lagnet.run.folder.keep_system_source` writes it).
 SOURCE_DIR = "system"
 
 

@@ -1,16 +1,16 @@
 """`fit`: training through the solver as a library call — model, integrator, windows, loss, optimiser → model.
 
-Each epoch is one compiled `lax.scan` over shuffled mini-batches (rollout → loss → gradient → optax update); the
-validation loss is taken every epoch, the best parameters are kept, and training stops early after `patience`
-epochs without improvement. The stages of a horizon curriculum are padded to one layout (`WindowDataset.padded`),
-so a whole run compiles one epoch program and one validation program. Callbacks see every epoch's record and
-state (the CLI writes its run directory through them); a `TrainState` resumes bit for bit.
+Each epoch is one compiled loop over shuffled mini-batches (rollout → loss → gradient → optax update) on the
+device, run in parts when it is long (to show progress and check the budgets between steps); the validation
+loss is taken every epoch, the best parameters are kept, and training stops early after `patience` epochs
+without improvement. The stages of a horizon curriculum are padded to one layout (`WindowDataset.padded`), so a
+whole run compiles one epoch program and one validation program. Callbacks see every epoch's record and state
+(the CLI writes its run directory through them); a `TrainState` resumes bit for bit, also within an epoch.
+The curriculum, the stopping policy and the progress shown live in `curriculum`, `stopping` and `progress`.
 """
 
 import dataclasses
-import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,7 +20,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
-from tqdm.auto import tqdm
 
 from .. import parallel
 from ..data.angles import wrap
@@ -28,18 +27,33 @@ from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from ..systems.parameters import project
+from .curriculum import Placed, survey
 from .loss import StateLoss, as_batch, batch_loss, mean_over_steps, window_rollout
+from .progress import CompileClock, Progress
+from .stopping import StopPolicy, TrainingDiverged
+
+__all__ = [
+    "Callback",
+    "EpochProgram",
+    "FitResult",
+    "TrainState",
+    "TrainingDiverged",
+    "fit",
+    "init_optimizer",
+    "make_epoch_fn",
+    "make_eval_fn",
+]
 
 SELECTION_METRICS = ("loss", "final_error", "relative_error")
 
 
-class TrainingDiverged(RuntimeError):
-    """Too many steps had a non-finite loss or gradient."""
-
-
 class TrainState(eqx.Module):
     """Everything a resumed fit needs to continue bit for bit: parameters, optimiser state, the data-order key,
-    the epoch reached, and the early-stopping bookkeeping (with the best parameters so far)."""
+    the epoch reached, and the early-stopping bookkeeping (with the best parameters so far).
+
+    `epoch` is the last epoch completed; `step` the optimiser steps already taken of the next one (0 unless a
+    budget stopped it there), whose mini-batch order `key_data` still gives.
+    """
 
     params: object
     opt_state: object
@@ -50,6 +64,7 @@ class TrainState(eqx.Module):
     best_epoch: jax.Array
     stale: jax.Array
     skipped: jax.Array
+    step: jax.Array
 
     @classmethod
     def start(cls, params, opt_state, key: jax.Array, initial_loss: float) -> "TrainState":
@@ -65,6 +80,7 @@ class TrainState(eqx.Module):
             jnp.asarray(-1),
             count,
             count,
+            count,
         )
 
 
@@ -76,10 +92,12 @@ class Callback:
 
     def record(self, record: dict) -> None:
         """After each epoch's losses are known: epoch, horizon, steps, train_loss, validation_loss,
-        validation_final_error (per coordinate) and its mean, skipped_steps."""
+        validation_final_error (per coordinate) and its mean, skipped_steps; and `partial: True` for an
+        epoch a budget stopped within."""
 
     def epoch_end(self, state: TrainState, improved: bool, model: eqx.Module) -> None:
-        """After each epoch: its state (what resumes it) and the model it ended with."""
+        """After each epoch, and after the part of one that a budget stopped: its state (what resumes it) and
+        the model it ended with."""
 
 
 @dataclasses.dataclass
@@ -115,14 +133,37 @@ def init_optimizer(optimizer: optax.GradientTransformation, params) -> optax.Opt
     return eqx.filter_jit(lambda p: optimizer.init(ravel_pytree(p)[0]))(params)
 
 
-def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None):
-    """One epoch as a single compiled function: `lax.scan` over shuffled mini-batches, all on the device.
+class EpochProgram:
+    """An epoch's compiled programs: `order(data, key)`, the epoch's shuffled mini-batches of window start rows
+    (batches, batch_size), and `steps(params, opt_state, data, batches, first, last)`, the optimiser steps on
+    batches first ≤ j < last (int32 arrays: one program for any range), a `lax.fori_loop` on the device that
+    returns the parameters, the optimiser state, the sum and the count of its finite losses and the skipped
+    steps. A step computes the same whichever range it is run in, so an epoch run in parts (to show progress,
+    or stopped by a budget and resumed) ends bit for bit where one run whole does. Calling the program runs a
+    whole epoch: (params, opt_state, mean finite loss, skipped steps).
+    """
+
+    def __init__(self, order: Callable, steps: Callable, batch_size: int):
+        self.order, self.steps, self.batch_size = order, steps, batch_size
+
+    def __call__(self, params, opt_state, data: WindowDataset, key: jax.Array):
+        batches = self.order(data, key)
+        n = jnp.asarray(data.epoch_batches(self.batch_size), jnp.int32)
+        params, opt_state, total, count, skipped = self.steps(
+            params, opt_state, data, batches, jnp.asarray(0, jnp.int32), n
+        )
+        return params, opt_state, total / count, skipped
+
+
+def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=None) -> EpochProgram:
+    """One epoch as compiled programs (`EpochProgram`): shuffled mini-batches, then the steps on them, all on the
+    device.
 
     A step whose loss or gradient is not finite is skipped (parameters and optimiser state unchanged) and counted.
     With a `mesh`, each batch of window start rows is split over its devices (data parallel: the data and the
     parameters are replicated, one all-reduce of the gradients per step). On a padded dataset (a curriculum
-    stage) the loss scores each window's first `data.steps` steps, and the batches past `data.epoch_batches` are
-    passed over (a `lax.cond`, no work): every stage of the curriculum runs this one program. The rollouts use
+    stage) the loss scores each window's first `data.steps` steps, and only the first `data.epoch_batches`
+    batches are trained on: every stage of the curriculum runs this one program. The rollouts use
     `integrator.compact_form()` (RK4's compiles in half the time and mostly steps faster: `RK4.compact_form`).
 
     The optimiser updates the trainable parameters raveled into one vector (`opt_state` from `init_optimizer`):
@@ -163,33 +204,29 @@ def make_epoch_fn(static, integrator, loss, optimizer, batch_size: int, mesh=Non
         return carry, jnp.where(finite, value, jnp.nan)
 
     @eqx.filter_jit
-    def epoch(params, opt_state, data, key):
-        batches = data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
+    def order(data, key):
+        return data.epoch(key, batch_size, drop_last=len(data) >= batch_size)
+
+    @eqx.filter_jit
+    def steps(params, opt_state, data, batches, first, last):
         flat, unravel = ravel_pytree(params)
-        carry = (flat, opt_state, jnp.zeros((), jnp.int32))
-        if data.count is None:
-            body = lambda c, s: step(c, s, data, unravel)  # noqa: E731
-            xs = batches
-        else:
-            active = data.epoch_batches(batch_size)
+        dtype = data.q.dtype
 
-            def body(c, xs):
-                j, s = xs
+        def body(j, carry):
+            flat, opt_state, skipped, total, count = carry
+            (flat, opt_state, skipped), value = step(
+                (flat, opt_state, skipped), batches[j], data, unravel
+            )
+            finite = jnp.isfinite(value)
+            total = total + jnp.where(finite, value, 0.0).astype(dtype)
+            return flat, opt_state, skipped, total, count + finite.astype(jnp.int32)
 
-                def train(c):
-                    c, value = step(c, s, data, unravel)
-                    return c, value.astype(data.q.dtype)
+        zero = jnp.zeros((), jnp.int32)
+        carry = (flat, opt_state, zero, jnp.zeros((), dtype), zero)
+        flat, opt_state, skipped, total, count = jax.lax.fori_loop(first, last, body, carry)
+        return unravel(flat), opt_state, total, count, skipped
 
-                def pass_over(c):
-                    return c, jnp.full((), jnp.nan, data.q.dtype)
-
-                return jax.lax.cond(j < active, train, pass_over, c)
-
-            xs = (jnp.arange(batches.shape[0]), batches)
-        (flat, opt_state, skipped), losses = jax.lax.scan(body, carry, xs)
-        return unravel(flat), opt_state, jnp.nanmean(losses), skipped
-
-    return epoch
+    return EpochProgram(order, steps, batch_size)
 
 
 def make_eval_fn(static, integrator, loss, chunk: int = 4096):
@@ -226,87 +263,286 @@ def make_eval_fn(static, integrator, loss, chunk: int = 4096):
     return evaluate
 
 
-@dataclasses.dataclass(frozen=True)
-class _Stages:
-    """What `fit` learns from its windows function before training: where each horizon starts, the optimiser
-    steps each epoch takes, and the one layout (rows, windows, k) every stage is padded to (None: one stage,
-    nothing to pad)."""
+class _Selection:
+    """What selects the best epoch: the validation loss, or an error at the validation windows' end (absolute,
+    or relative to the untrained model's)."""
 
-    horizon_starts: tuple[int, ...]
-    steps_per_epoch: tuple[int, ...]
-    layout: tuple[int, int, int] | None
+    def __init__(self, select_by: str, initial_final):
+        self.select_by, self.initial_final = select_by, np.asarray(initial_final)
 
-    @property
-    def last_start(self) -> int:
-        return self.horizon_starts[-1]
+    def relative(self, final) -> np.ndarray:
+        # Per coordinate, against the model before training (a PINODE: its identified physics); a coordinate
+        # that model already predicts exactly is measured in its own units.
+        base = np.where(self.initial_final > 0, self.initial_final, 1.0)
+        return np.asarray(final) / base
+
+    def score(self, value: float, final) -> float:
+        if self.select_by == "loss" or not np.isfinite(value):
+            # A non-finite loss makes any error score meaningless (a ratio of two overflowed errors is 1).
+            return value
+        if self.select_by == "final_error":
+            return float(np.mean(final))
+        return float(np.mean(self.relative(final)))
 
 
-def _survey(window_fn: Callable[[int], WindowDataset], epochs: int, batch_size: int) -> _Stages:
-    # One call per epoch (the windows function is asked for the same datasets again while training), keeping
-    # only the previous dataset alive.
-    horizon_starts, steps, shapes, small = [], [], set(), {}
-    previous, prev_k = None, None
-    for epoch in range(max(epochs, 1)):
-        raw = window_fn(epoch)
-        if raw is not previous:
-            shapes.add((raw.q.shape[0], raw.k, len(raw)))
-            if len(raw) < batch_size:
-                small[raw.k] = len(raw)
-            previous = raw
-        if raw.k != prev_k:
-            horizon_starts.append(epoch)
-            prev_k = raw.k
-        steps.append(max(len(raw) // batch_size, 1))
-    for k, n in small.items():
-        warnings.warn(
-            f"the batch size {batch_size} is larger than the {n} training windows of {k} steps: each step "
-            f"repeats every window about {batch_size / n:.0f}× and an epoch is a single step; use a batch size "
-            f"≤ {n} (training.batch_size), more data, or a budget in steps (training.max_steps)",
-            stacklevel=3,
+def _check_selection(select_by: str, validation) -> None:
+    if select_by not in SELECTION_METRICS:
+        raise ValueError(f"select_by must be one of {list(SELECTION_METRICS)}, got {select_by!r}")
+    if select_by != "loss" and validation is None:
+        raise ValueError(f"select_by={select_by!r} needs validation windows")
+
+
+def _compile(epoch_fn, eval_fn, params, opt_state, scored, data, key_data):
+    """Compile the evaluation and (given its `data`) the epoch's programs; return the initial loss and final
+    error on `scored`.
+
+    The programs are traced here and compiled on threads (tracing reads JAX's thread-local settings; XLA's
+    compile does not): the evaluation's first, while the epoch's steps are traced on one core, then theirs.
+    The calls that follow find them compiled.
+    """
+    with ThreadPoolExecutor(2) as pool:
+        evaluation = pool.submit(eval_fn.lower(params, scored).compile)
+        compiled = None
+        if data is not None:
+            # With the argument types of the epochs (a typed key, int32 step bounds).
+            batches = epoch_fn.order(data, jax.random.wrap_key_data(key_data))
+            bound = jnp.asarray(0, jnp.int32)
+            lowered = epoch_fn.steps.lower(params, opt_state, data, batches, bound, bound)
+            compiled = pool.submit(lowered.compile)
+        evaluation.result()
+        initial, initial_final = eval_fn(params, scored)
+        initial, initial_final = float(initial), np.asarray(initial_final)
+        if compiled is not None:
+            compiled.result()
+    return initial, initial_final
+
+
+class _Training:
+    """One `fit` under way: its programs, its windows, where training stands, and the records so far."""
+
+    # Optimiser steps per call of the epoch's steps program, at first; then as many as take about `SECONDS`
+    # (a long epoch shows its progress and stops for a time budget within itself).
+    FIRST_CALL = 256
+    SECONDS = 0.5
+
+    def __init__(self, programs, state, live, stages, window_fn, placed, validation, selection):
+        self.epoch_fn, self.eval_fn = programs.epoch_fn, programs.eval_fn
+        self.static, self.stages, self.window_fn, self.placed = (
+            programs.static,
+            stages,
+            window_fn,
+            placed,
         )
-    layout = None
-    if len(shapes) > 1:
-        k = max(s[1] for s in shapes)
-        layout = (max(rows - h for rows, h, _ in shapes) + k, max(s[2] for s in shapes), k)
-    return _Stages(tuple(horizon_starts), tuple(steps), layout)
+        self.validation, self.selection, self.callbacks = validation, selection, ()
+        # The parameters and optimiser state trained on (`live`: the state's, placed on the mesh).
+        self.params, self.opt_state = live
+        self.data_key = jax.random.wrap_key_data(state.key_data)
+        self.best, self.best_epoch = float(state.best), int(state.best_epoch)
+        self.stale, self.skipped = int(state.stale), int(state.skipped)
+        # A state that a budget stopped within an epoch continues that epoch from its step.
+        self.offset = int(state.step)
+        self.steps = stages.steps_before(int(state.epoch) + 1) + self.offset
+        self.state, self.history, self.reason = state, [], "epochs"
+        self.per_call, self.partial = self.FIRST_CALL, False
+
+    def epoch(self, epoch: int, policy: StopPolicy, talk: Progress) -> dict:
+        """Train epoch `epoch` to its end, or to where a budget stops it (`self.partial`); its record."""
+        raw = self.window_fn(epoch)
+        data = self.placed(raw)
+        # The key that orders this epoch's batches: what a state stopped within it resumes from.
+        self.epoch_key = self.data_key
+        self.data_key, k = jax.random.split(self.data_key)
+        batches = self.epoch_fn.order(data, k)
+        n = self.stages.steps_per_epoch[epoch]
+        j, self.offset = self.offset, 0
+        total, count, skipped = 0.0, 0, 0
+        while j < n:
+            last = int(min(n, j + self.per_call, j + policy.steps_left(self.steps)))
+            if last <= j:
+                break
+            t = time.perf_counter()
+            self.params, self.opt_state, part, finite, dropped = self.epoch_fn.steps(
+                self.params,
+                self.opt_state,
+                data,
+                batches,
+                *(jnp.asarray(i, jnp.int32) for i in (j, last)),
+            )
+            total, count, skipped = total + float(part), count + int(finite), skipped + int(dropped)
+            self._pace(last - j, time.perf_counter() - t)
+            self.steps += last - j
+            j = last
+            if j < n:
+                talk.within(epoch, j, n)
+                if policy.reason(epoch, 0, self.steps, patience=False) is not None:
+                    break
+        talk.within_done()
+        self.skipped += skipped
+        self.partial = j < n
+        self.done_in_epoch = j
+        record = {"epoch": epoch, "horizon": raw.k, "steps": self.steps}
+        record["train_loss"] = total / count if count else float("nan")
+        self.score = self.validate(record)
+        record["skipped_steps"] = skipped
+        if self.partial:
+            record["partial"] = True
+        return record
+
+    def _pace(self, steps: int, seconds: float) -> None:
+        # As many steps per call as take about SECONDS (at least 16: each call waits for its losses).
+        if seconds > 0:
+            self.per_call = int(min(max(16, steps * self.SECONDS / seconds), 1 << 30))
+
+    def validate(self, record: dict) -> float:
+        """Adds the validation losses to `record`; returns the epoch's score."""
+        if self.validation is None:
+            record["validation_loss"] = record["train_loss"]
+            return record["train_loss"]
+        val, final = self.eval_fn(self.params, self.validation)
+        val, final = float(val), np.asarray(final)
+        record["validation_loss"] = val
+        record["validation_final_error"] = [float(x) for x in final]
+        record["validation_final_error_mean"] = float(np.mean(final))
+        record["validation_relative_error"] = [float(x) for x in self.selection.relative(final)]
+        return self.selection.score(val, final)
+
+    def keep(self, epoch: int) -> bool:
+        """The early-stopping bookkeeping after `epoch` (its score), as a new state; whether it improved.
+
+        An epoch a budget stopped within may be the best, but does not count towards patience; its state
+        resumes it (the epoch before, the steps taken, the key that orders its batches)."""
+        if epoch in self.stages.horizon_starts:
+            self.stale = 0  # a new horizon: patience counts from here
+        improved = bool(np.isfinite(self.score) and self.score < self.best)
+        if improved:
+            self.best, self.best_epoch, self.stale = self.score, epoch, 0
+        elif not self.partial:
+            self.stale += 1
+        self.state = TrainState(
+            self.params,
+            self.opt_state,
+            self.params if improved else self.state.best_params,
+            jax.random.key_data(self.epoch_key if self.partial else self.data_key),
+            jnp.asarray(epoch - 1 if self.partial else epoch),
+            jnp.asarray(self.best),
+            jnp.asarray(self.best_epoch),
+            jnp.asarray(self.stale),
+            jnp.asarray(self.skipped),
+            jnp.asarray(self.done_in_epoch if self.partial else 0),
+        )
+        return improved
+
+    def run(self, epochs: int, policy: StopPolicy, talk: Progress, *, resumed: bool) -> None:
+        """The epochs after the state's until `epochs` or a stop (`self.reason` says which: "epochs" when it
+        ran them all)."""
+        first = int(self.state.epoch) + 1
+        epoch = first - 1
+        # A resumed fit may have stopped already (its patience or its step budget spent).
+        reason = policy.reason(epoch, self.stale if resumed else 0, self.steps, clock=False)
+        try:
+            bar = talk.epochs(first, self.stages.epochs_within(epochs, policy.steps_limit()))
+            for epoch in [] if reason is not None else bar:
+                record = self.epoch(epoch, policy, talk)
+                self.history.append(record)
+                for cb in self.callbacks:
+                    cb.record(record)
+                talk.show(record)
+                policy.check_finite(self.skipped, epoch)
+                improved = self.keep(epoch)
+                for cb in self.callbacks:
+                    cb.epoch_end(self.state, improved, eqx.combine(self.params, self.static))
+                # An epoch a budget stopped within stops the fit for that budget.
+                reason = policy.reason(epoch, self.stale, self.steps, patience=not self.partial)
+                if reason is not None:
+                    break
+        finally:
+            talk.close()
+        self.reason, self.last_epoch = reason or "epochs", epoch
+        if first < epochs:
+            talk.stopped(
+                self.reason,
+                epoch,
+                stale=self.stale,
+                best_epoch=self.best_epoch,
+                best=self.best,
+                select_by=self.selection.select_by,
+                steps=self.steps,
+                max_seconds=policy.max_seconds,
+            )
+
+    def result(self, initial: float, compile_seconds: float, seconds: float) -> FitResult:
+        return FitResult(
+            model=eqx.combine(self.state.best_params, self.static),
+            last_model=eqx.combine(self.state.params, self.static),
+            initial_loss=initial,
+            best_loss=self.best,
+            best_epoch=self.best_epoch,
+            epochs_run=self.last_epoch + 1,
+            history=self.history,
+            skipped_steps=self.skipped,
+            stopped_early=self.reason == "patience",
+            state=self.state,
+            selected_by=self.selection.select_by,
+            stop_reason=self.reason,
+            steps_run=self.steps,
+            compile_seconds=compile_seconds,
+            seconds=seconds,
+        )
 
 
-class _CompileClock:
-    """Wall-clock seconds in which JAX was tracing, lowering or compiling while open (its monitoring events; time
-    in which two programs compiled at once counts once)."""
+@dataclasses.dataclass
+class _Programs:
+    """The compiled-to-be programs of a fit (one epoch, one evaluation) and the model they train, split into
+    its trainable parameters and the rest, with the optimiser's initial state."""
 
-    EVENTS = (
-        "/jax/core/compile/jaxpr_trace_duration",
-        "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
+    epoch_fn: Callable
+    eval_fn: Callable
+    params: object
+    static: object
+    opt_state: object
+    mesh: object
+
+    @classmethod
+    def make(cls, model, integrator, loss, optimizer, batch_size: int, mesh) -> "_Programs":
+        params, static = eqx.partition(model, model.trainable())
+        opt_state = init_optimizer(optimizer, params)
+        params, opt_state = parallel.replicate((params, opt_state), mesh)
+        epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
+        eval_fn = make_eval_fn(static, integrator, loss)
+        return cls(epoch_fn, eval_fn, params, static, opt_state, mesh)
+
+
+def _start(programs, window_fn, stages, state, key, validation, callbacks, talk, epochs, select_by):
+    """Compile the programs, score the untrained model and (unless resuming) tell the callbacks: the fit
+    ready to run its first epoch, and the initial loss."""
+    epoch_fn, eval_fn, params, static = (
+        programs.epoch_fn,
+        programs.eval_fn,
+        programs.params,
+        programs.static,
     )
-
-    def __init__(self):
-        self.spans = []
-
-    def _listen(self, event, duration, **kwargs):
-        if event in self.EVENTS:
-            end = time.perf_counter()  # each event is reported as it ends
-            self.spans.append((end - duration, end))
-
-    @property
-    def seconds(self) -> float:
-        total, reached = 0.0, -np.inf
-        for start, end in sorted(self.spans):
-            total += max(end - max(start, reached), 0.0)
-            reached = max(reached, end)
-        return total
-
-    def __enter__(self):
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-        return self
-
-    def __exit__(self, *exc):
-        jax.monitoring.unregister_event_duration_listener(self._listen)
-
-
-def _say(message: str, end: str = "\n") -> None:
-    print(message, end=end, file=sys.stderr, flush=True)
+    opt_state, mesh = programs.opt_state, programs.mesh
+    first = 0 if state is None else int(state.epoch) + 1
+    placed = Placed(stages, mesh)
+    data = placed(window_fn(min(first, max(epochs - 1, 0))))
+    validation = parallel.replicate(validation, mesh) if validation is not None else None
+    # Without validation windows, the initial loss is on the training windows: one evaluation outside the
+    # layout the epochs share.
+    scored = validation if validation is not None else window_fn(0)
+    key_data = jax.random.key_data(key) if state is None else state.key_data
+    with talk.compiling():
+        initial, initial_final = _compile(
+            epoch_fn, eval_fn, params, opt_state, scored, data if first < epochs else None, key_data
+        )
+    selection = _Selection(select_by, initial_final)
+    if state is None:
+        state = TrainState.start(params, opt_state, key, selection.score(initial, initial_final))
+        for cb in callbacks:
+            cb.start(initial, state, eqx.combine(params, static))
+    live = parallel.replicate((state.params, state.opt_state), mesh)
+    training = _Training(programs, state, live, stages, window_fn, placed, validation, selection)
+    training.callbacks = callbacks
+    return training, initial
 
 
 def fit(
@@ -355,8 +591,10 @@ def fit(
         mesh: a `lagnet.parallel.batch_mesh` to split each batch over (data parallel), or None.
         state: a `TrainState` to resume from (its epoch, parameters, optimiser state and data key).
         callbacks: `Callback`s told of the start, each epoch's record and each epoch's end.
-        max_steps: stop after the epoch in which this many optimiser steps were reached (None: off).
-        max_seconds: stop after the epoch in which this call has run this many seconds (None: off).
+        max_steps: stop after this many optimiser steps, within an epoch if need be (None: off). The epoch
+            stopped within is validated (it may be the best) and its state resumes it bit for bit.
+        max_seconds: stop at the first step boundary after this call has run this many seconds (None: off;
+            a long epoch is run in parts of about half a second, between which the time is checked).
         select_by: what selects the best epoch (and what patience waits on): "loss", the validation loss;
             "final_error", the mean over coordinates of the validation windows' end-of-window |error|; or
             "relative_error", the mean over coordinates of that error divided by the untrained model's (for a
@@ -364,203 +602,18 @@ def fit(
 
     Returns a `FitResult` with the best model, the last, and the history of records.
     """
-    if select_by not in SELECTION_METRICS:
-        raise ValueError(f"select_by must be one of {list(SELECTION_METRICS)}, got {select_by!r}")
-    if select_by != "loss" and validation is None:
-        raise ValueError(f"select_by={select_by!r} needs validation windows")
+    _check_selection(select_by, validation)
     start_time = time.perf_counter()
-    talk = progress and parallel.is_main_process()
+    talk = Progress(progress and parallel.is_main_process(), desc)
     window_fn = windows if callable(windows) else (lambda epoch: windows)
-    stages = _survey(window_fn, epochs, batch_size)
-
-    def lay_out(raw):
-        return raw if stages.layout is None else raw.padded(*stages.layout)
-
-    with _CompileClock() as clock:
-        params, static = eqx.partition(model, model.trainable())
-        opt_state = init_optimizer(optimizer, params)
-        params, opt_state = parallel.replicate((params, opt_state), mesh)
-        epoch_fn = make_epoch_fn(static, integrator, loss, optimizer, batch_size, mesh)
-        eval_fn = make_eval_fn(static, integrator, loss)
-
-        def relative(final):
-            # Per coordinate, against the model before training (a PINODE: its identified physics); a
-            # coordinate that model already predicts exactly is measured in its own units.
-            base = np.where(initial_final > 0, initial_final, 1.0)
-            return np.asarray(final) / base
-
-        def score(value, final):
-            if select_by == "loss" or not np.isfinite(value):
-                # A non-finite loss makes any error score meaningless (a ratio of two overflowed errors is 1).
-                return value
-            if select_by == "final_error":
-                return float(np.mean(final))
-            return float(np.mean(relative(final)))
-
-        resumed = state is not None
-        first = 0 if state is None else int(state.epoch) + 1
-        raw = window_fn(min(first, max(epochs - 1, 0)))
-        # The current stage's windows, laid out and on the mesh.
-        placed = {id(raw): parallel.replicate(lay_out(raw), mesh)}
-        validation = parallel.replicate(validation, mesh) if validation is not None else None
-        if talk:
-            _say(f"{desc}: compiling the training step …", end=" ")
-        t = time.perf_counter()
-        try:
-            with ThreadPoolExecutor(2) as pool:
-                # Both programs are traced here and compiled on threads (tracing reads JAX's thread-local
-                # settings; XLA's compile does not): the evaluation's first, while the epoch program is traced
-                # on one core, then the epoch program's. The calls below find them compiled.
-                # Without validation windows, the initial loss is on the training windows: one evaluation
-                # outside the layout the epochs share.
-                scored = validation if validation is not None else window_fn(0)
-                evaluation = pool.submit(eval_fn.lower(params, scored).compile)
-                compiled = None
-                if first < epochs:
-                    # With the argument types of the epochs (a typed key).
-                    key_data = jax.random.key_data(key) if state is None else state.key_data
-                    lowered = epoch_fn.lower(
-                        params, opt_state, placed[id(raw)], jax.random.wrap_key_data(key_data)
-                    )
-                    compiled = pool.submit(lowered.compile)
-                evaluation.result()
-                initial, initial_final = eval_fn(params, scored)
-                initial, initial_final = float(initial), np.asarray(initial_final)
-                if compiled is not None:
-                    compiled.result()
-        except BaseException:
-            if talk:
-                _say("")
-            raise
-        if talk:
-            _say(f"{time.perf_counter() - t:.1f} s")
-        initial_score = score(initial, initial_final)
-        if state is None:
-            state = TrainState.start(params, opt_state, key, initial_score)
-            for cb in callbacks:
-                cb.start(initial, state, eqx.combine(params, static))
-        params, opt_state = parallel.replicate((state.params, state.opt_state), mesh)
-        data_key = jax.random.wrap_key_data(state.key_data)
-        best, best_epoch, stale = float(state.best), int(state.best_epoch), int(state.stale)
-        skipped_total = int(state.skipped)
-        steps_done = int(sum(stages.steps_per_epoch[:first]))
-        patience = np.inf if patience is None else patience
-        max_skipped = np.inf if max_skipped_steps is None else max_skipped_steps
-        max_steps = np.inf if max_steps is None else max_steps
-        max_seconds = np.inf if max_seconds is None else max_seconds
-        # The epochs the step budget allows, for the progress bar's total.
-        total = epochs
-        if np.isfinite(max_steps):
-            reached = np.cumsum(stages.steps_per_epoch) >= max_steps
-            total = min(epochs, int(np.argmax(reached)) + 1) if reached.any() else epochs
-        stop_reason = "epochs"
-        if resumed and first - 1 >= stages.last_start and stale >= patience:
-            stop_reason = "patience"
-        elif steps_done >= max_steps:
-            stop_reason = "max_steps"
-
-        history = []
-        bar = tqdm(
-            range(first, total),
-            desc=desc,
-            disable=not talk,
-            unit="epoch",
-            initial=first,
-            total=total,
+    stages = survey(window_fn, epochs, batch_size)
+    policy = StopPolicy(
+        patience, max_steps, max_seconds, max_skipped_steps, stages.last_start, start_time
+    )
+    with CompileClock() as clock:
+        programs = _Programs.make(model, integrator, loss, optimizer, batch_size, mesh)
+        training, initial = _start(
+            programs, window_fn, stages, state, key, validation, callbacks, talk, epochs, select_by
         )
-        epoch = first - 1
-        try:
-            for epoch in [] if stop_reason != "epochs" else bar:
-                raw = window_fn(epoch)
-                if id(raw) not in placed:
-                    placed = {id(raw): parallel.replicate(lay_out(raw), mesh)}
-                data = placed[id(raw)]
-                data_key, k = jax.random.split(data_key)
-                params, opt_state, train_loss, skipped = epoch_fn(params, opt_state, data, k)
-                train_loss = float(train_loss)
-                skipped_total += int(skipped)
-                steps_done += stages.steps_per_epoch[epoch]
-                record = {"epoch": epoch, "horizon": raw.k, "steps": steps_done}
-                record["train_loss"] = train_loss
-                if validation is not None:
-                    val, final = eval_fn(params, validation)
-                    val, final = float(val), np.asarray(final)
-                    record["validation_loss"] = val
-                    record["validation_final_error"] = [float(x) for x in final]
-                    record["validation_final_error_mean"] = float(np.mean(final))
-                    record["validation_relative_error"] = [float(x) for x in relative(final)]
-                else:
-                    val = record["validation_loss"] = train_loss
-                record["skipped_steps"] = int(skipped)
-                history.append(record)
-                for cb in callbacks:
-                    cb.record(record)
-                bar.set_postfix(loss=f"{train_loss:.4g}", val=f"{val:.4g}", h=raw.k)
-                if skipped_total > max_skipped:
-                    raise TrainingDiverged(
-                        f"{skipped_total} training steps had a non-finite loss or gradient "
-                        f"(stopped at epoch {epoch})"
-                    )
-                value = score(val, final) if validation is not None else val
-                if epoch in stages.horizon_starts:
-                    stale = 0  # a new horizon: patience counts from here
-                improved = bool(np.isfinite(value) and value < best)
-                if improved:
-                    best, best_epoch, stale = value, epoch, 0
-                else:
-                    stale += 1
-                state = TrainState(
-                    params,
-                    opt_state,
-                    params if improved else state.best_params,
-                    jax.random.key_data(data_key),
-                    jnp.asarray(epoch),
-                    jnp.asarray(best),
-                    jnp.asarray(best_epoch),
-                    jnp.asarray(stale),
-                    jnp.asarray(skipped_total),
-                )
-                for cb in callbacks:
-                    cb.epoch_end(state, improved, eqx.combine(params, static))
-                if stale >= patience and epoch >= stages.last_start:
-                    stop_reason = "patience"
-                elif steps_done >= max_steps:
-                    stop_reason = "max_steps"
-                elif time.perf_counter() - start_time >= max_seconds:
-                    stop_reason = "max_seconds"
-                if stop_reason != "epochs":
-                    break
-        finally:
-            # A message after the bar (an error, the reason for stopping) starts on a line of its own.
-            bar.close()
-        if talk and first < epochs:
-            metric = {"loss": "validation loss", "final_error": "final error"}.get(
-                select_by, "final error relative to the untrained model"
-            )
-            if stop_reason == "patience":
-                _say(
-                    f"stopped early at epoch {epoch}: no improvement for {stale} epochs; "
-                    f"best epoch {best_epoch} ({metric} {best:.4g})"
-                )
-            elif stop_reason == "max_steps":
-                _say(f"stopped at epoch {epoch}: {steps_done} optimiser steps reached max_steps")
-            elif stop_reason == "max_seconds":
-                _say(f"stopped at epoch {epoch}: {max_seconds:g} s reached (max_seconds)")
-        seconds = time.perf_counter() - start_time
-        return FitResult(
-            model=eqx.combine(state.best_params, static),
-            last_model=eqx.combine(state.params, static),
-            initial_loss=initial,
-            best_loss=best,
-            best_epoch=best_epoch,
-            epochs_run=epoch + 1,
-            history=history,
-            skipped_steps=skipped_total,
-            stopped_early=stop_reason == "patience",
-            state=state,
-            selected_by=select_by,
-            stop_reason=stop_reason,
-            steps_run=steps_done,
-            compile_seconds=clock.seconds,
-            seconds=seconds,
-        )
+        training.run(epochs, policy, talk, resumed=state is not None)
+    return training.result(initial, clock.seconds, time.perf_counter() - start_time)

@@ -40,6 +40,89 @@ def _vjp_forwarding_inputs(fn, args):
     return out, kept, rebuild
 
 
+def _stepper(fixed_static, dtypes):
+    """fixed arrays → one step of every window: params, (q, q̇, u, dt, integrator state) per window → the next
+    (q, q̇, integrator state), in the state's dtypes (as `rollout` keeps them)."""
+
+    def stepper(fixed_arrays):
+        fixed, integrator = eqx.combine(fixed_arrays, fixed_static)
+
+        def advance(params, q, qd, u, dt, inner):
+            m = eqx.combine(params, fixed)
+            q1, qd1, inner1, _ = integrator.step(m, q, qd, u, dt, inner)
+            inner1 = jax.tree.map(lambda x, d: x.astype(d), inner1, dtypes)
+            return q1.astype(q.dtype), qd1.astype(qd.dtype), inner1
+
+        if not integrator.rematerialised:
+            # Keep only each step's inputs; the backward pass recomputes the step (as `rollout(remat=True)`).
+            advance = jax.checkpoint(advance, prevent_cse=False)
+        return jax.vmap(advance, in_axes=(None, 0, 0, 0, 0, 0))
+
+    return stepper
+
+
+def _forward(stepper, params, fixed_arrays, q0, qd0, us, dts, inner0, steps):
+    """The held rollout's states, and per step its inputs and the residuals its reverse pass reads."""
+    advance = stepper(fixed_arrays)
+    first = (params, q0, qd0, us[0], dts[0], inner0)
+    kept_like = jax.eval_shape(lambda a: _vjp_forwarding_inputs(advance, a)[1], first)
+
+    def body(carry, x):
+        q, qd, inner = carry
+        u, dt, j = x
+
+        def go(args):
+            out, kept, _ = _vjp_forwarding_inputs(advance, args)
+            return out, kept
+
+        def hold(args):
+            return (q, qd, inner), [jnp.zeros(s.shape, s.dtype) for s in kept_like]
+
+        (q1, qd1, inner1), kept = jax.lax.cond(j < steps, go, hold, (params, q, qd, u, dt, inner))
+        return (q1, qd1, inner1), ((q1, qd1), (q, qd, inner, kept))
+
+    js = jnp.arange(dts.shape[0])
+    _, (outs, saved) = jax.lax.scan(body, (q0, qd0, inner0), (us, dts, js))
+    return outs, saved
+
+
+def _backward(stepper, residuals, cts):
+    """One backward `lax.scan` over the steps, the held ones passed through (a `cond`)."""
+    # The inputs of every step (q_j, q̇_j, the integrator's state) and what each kept of its residuals.
+    params, fixed_arrays, us, dts, steps, (q_in, qd_in, inners, kept) = residuals
+    advance = stepper(fixed_arrays)
+    first = (params, q_in[0], qd_in[0], us[0], dts[0], jax.tree.map(lambda x: x[0], inners))
+    # Traced again only for the layout of its residuals, which must be the forward pass's.
+    _, layout, rebuild = _vjp_forwarding_inputs(advance, first)
+    if [(r.shape, r.dtype) for r in layout] != [(r.shape[1:], r.dtype) for r in kept]:
+        raise RuntimeError("held_rollout: the step's residuals differ between its two passes")
+
+    def body(carry, x):
+        ct_q, ct_qd, ct_inner, ct_params = carry
+        q, qd, inner, kept, u, dt, j, ct_q_out, ct_qd_out = x
+        # The step's outputs are read by the next step (the carry) and by the loss (this step's output).
+        ct = (ct_q + ct_q_out, ct_qd + ct_qd_out, ct_inner)
+
+        def back(ct):
+            return rebuild((params, q, qd, u, dt, inner), kept)(ct)
+
+        def through(ct):
+            zeros = jax.tree.map(jnp.zeros_like, params)
+            return zeros, ct[0], ct[1], jnp.zeros_like(u), jnp.zeros_like(dt), ct[2]
+
+        g_params, g_q, g_qd, g_u, g_dt, g_inner = jax.lax.cond(j < steps, back, through, ct)
+        return (g_q, g_qd, g_inner, jax.tree.map(jnp.add, ct_params, g_params)), (g_u, g_dt)
+
+    ct_qs, ct_qds = cts
+    zero_inner = jax.tree.map(lambda x: jnp.zeros_like(x[0]), inners)
+    zero_params = jax.tree.map(jnp.zeros_like, params)
+    init = (jnp.zeros_like(q_in[0]), jnp.zeros_like(qd_in[0]), zero_inner, zero_params)
+    js = jnp.arange(dts.shape[0])
+    xs = (q_in, qd_in, inners, kept, us, dts, js, ct_qs, ct_qds)
+    (g_q0, g_qd0, g_inner0, g_params), (g_us, g_dts) = jax.lax.scan(body, init, xs, reverse=True)
+    return g_params, None, g_q0, g_qd0, g_us, g_dts, g_inner0, None
+
+
 def held_rollout(
     model,
     integrator: AbstractIntegrator,
@@ -63,93 +146,16 @@ def held_rollout(
     params, fixed = eqx.partition(model, eqx.is_inexact_array)
     fixed_arrays, fixed_static = eqx.partition((fixed, integrator), eqx.is_array)
     inner0 = jax.vmap(lambda q, qd, u: integrator.init(model, q, qd, u))(q0, qd0, us[0])
-    dtypes = jax.tree.map(lambda x: x.dtype, inner0)
-
-    def stepper(fixed_arrays):
-        fixed, integrator = eqx.combine(fixed_arrays, fixed_static)
-
-        def advance(params, q, qd, u, dt, inner):
-            # One window's step, in the state's dtypes (as `rollout` keeps them).
-            m = eqx.combine(params, fixed)
-            q1, qd1, inner1, _ = integrator.step(m, q, qd, u, dt, inner)
-            inner1 = jax.tree.map(lambda x, d: x.astype(d), inner1, dtypes)
-            return q1.astype(q.dtype), qd1.astype(qd.dtype), inner1
-
-        if not integrator.rematerialised:
-            # Keep only each step's inputs; the backward pass recomputes the step (as `rollout(remat=True)`).
-            advance = jax.checkpoint(advance, prevent_cse=False)
-        return jax.vmap(advance, in_axes=(None, 0, 0, 0, 0, 0))
-
-    def forward(params, fixed_arrays, q0, qd0, us, dts, inner0, steps):
-        advance = stepper(fixed_arrays)
-        first = (params, q0, qd0, us[0], dts[0], inner0)
-        kept_like = jax.eval_shape(lambda a: _vjp_forwarding_inputs(advance, a)[1], first)
-
-        def body(carry, x):
-            q, qd, inner = carry
-            u, dt, j = x
-
-            def go(args):
-                out, kept, _ = _vjp_forwarding_inputs(advance, args)
-                return out, kept
-
-            def hold(args):
-                return (q, qd, inner), [jnp.zeros(s.shape, s.dtype) for s in kept_like]
-
-            (q1, qd1, inner1), kept = jax.lax.cond(
-                j < steps, go, hold, (params, q, qd, u, dt, inner)
-            )
-            return (q1, qd1, inner1), ((q1, qd1), (q, qd, inner, kept))
-
-        js = jnp.arange(dts.shape[0])
-        _, (outs, saved) = jax.lax.scan(body, (q0, qd0, inner0), (us, dts, js))
-        return outs, saved
+    stepper = _stepper(fixed_static, jax.tree.map(lambda x: x.dtype, inner0))
 
     @jax.custom_vjp
     def run(params, fixed_arrays, q0, qd0, us, dts, inner0, steps):
-        return forward(params, fixed_arrays, q0, qd0, us, dts, inner0, steps)[0]
+        return _forward(stepper, params, fixed_arrays, q0, qd0, us, dts, inner0, steps)[0]
 
     def run_fwd(params, fixed_arrays, q0, qd0, us, dts, inner0, steps):
-        outs, saved = forward(params, fixed_arrays, q0, qd0, us, dts, inner0, steps)
+        outs, saved = _forward(stepper, params, fixed_arrays, q0, qd0, us, dts, inner0, steps)
         return outs, (params, fixed_arrays, us, dts, steps, saved)
 
-    def run_bwd(residuals, cts):
-        # The inputs of every step (q_j, q̇_j, the integrator's state) and what each kept of its residuals.
-        params, fixed_arrays, us, dts, steps, (q_in, qd_in, inners, kept) = residuals
-        advance = stepper(fixed_arrays)
-        first = (params, q_in[0], qd_in[0], us[0], dts[0], jax.tree.map(lambda x: x[0], inners))
-        # Traced again only for the layout of its residuals, which must be the forward pass's.
-        _, layout, rebuild = _vjp_forwarding_inputs(advance, first)
-        if [(r.shape, r.dtype) for r in layout] != [(r.shape[1:], r.dtype) for r in kept]:
-            raise RuntimeError("held_rollout: the step's residuals differ between its two passes")
-
-        def body(carry, x):
-            ct_q, ct_qd, ct_inner, ct_params = carry
-            q, qd, inner, kept, u, dt, j, ct_q_out, ct_qd_out = x
-            # The step's outputs are read by the next step (the carry) and by the loss (this step's output).
-            ct = (ct_q + ct_q_out, ct_qd + ct_qd_out, ct_inner)
-
-            def back(ct):
-                return rebuild((params, q, qd, u, dt, inner), kept)(ct)
-
-            def through(ct):
-                zeros = jax.tree.map(jnp.zeros_like, params)
-                return zeros, ct[0], ct[1], jnp.zeros_like(u), jnp.zeros_like(dt), ct[2]
-
-            g_params, g_q, g_qd, g_u, g_dt, g_inner = jax.lax.cond(j < steps, back, through, ct)
-            return (g_q, g_qd, g_inner, jax.tree.map(jnp.add, ct_params, g_params)), (g_u, g_dt)
-
-        ct_qs, ct_qds = cts
-        zero_inner = jax.tree.map(lambda x: jnp.zeros_like(x[0]), inners)
-        zero_params = jax.tree.map(jnp.zeros_like, params)
-        init = (jnp.zeros_like(q_in[0]), jnp.zeros_like(qd_in[0]), zero_inner, zero_params)
-        js = jnp.arange(dts.shape[0])
-        xs = (q_in, qd_in, inners, kept, us, dts, js, ct_qs, ct_qds)
-        (g_q0, g_qd0, g_inner0, g_params), (g_us, g_dts) = jax.lax.scan(
-            body, init, xs, reverse=True
-        )
-        return g_params, None, g_q0, g_qd0, g_us, g_dts, g_inner0, None
-
-    run.defvjp(run_fwd, run_bwd)
+    run.defvjp(run_fwd, lambda residuals, cts: _backward(stepper, residuals, cts))
     qs, qds = run(params, fixed_arrays, q0, qd0, us, dts, inner0, steps)
     return jnp.swapaxes(qs, 0, 1), jnp.swapaxes(qds, 0, 1)

@@ -21,7 +21,7 @@ import time
 import numpy as np
 from _common import OUT, plt, save
 
-from lagnet.control.learning import learn_to_control
+from lagnet.learning import learn_to_control
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {

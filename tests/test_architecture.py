@@ -91,10 +91,10 @@ MAX_FUNCTION_LINES = 80
 # Functions over the limit in modules other work is rewriting now; each leaves this list when it is split.
 LONG_FUNCTIONS_PENDING = {
     "lagnet/control/casadi_function.py:casadi_function",
-    "lagnet/control/evaluation.py:evaluate_mpc",
     "lagnet/control/gym_env.py:_env_class",
     "lagnet/control/gym_env.py:_rig_env_class",
     "lagnet/systems/robot.py:_build",
+    "lagnet/systems/robot.py:_tree",
 }
 
 

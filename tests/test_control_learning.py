@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from lagnet.config.schema import validate
-from lagnet.control.learning import learn_to_control
+from lagnet.learning import learn_to_control
 
 KNOWN = {
     "name": "cartpole_known",

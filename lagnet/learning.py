@@ -22,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.npz import write_npz
-from ..simulate import CartPoleRig, rig_sampler, run_controller
-from ..simulate.rigs.cartpole_control import CartPoleControlRig
-from .evaluation import RAIL, SwingUp, held
-from .load import load
+from .config import load_config
+from .control.evaluation import RAIL, SwingUp, held
+from .control.load import load
+from .data.npz import write_npz
+from .run.training import train_run
+from .simulate import CartPoleRig, rig_sampler, run_controller
+from .simulate.rigs.cartpole_control import CartPoleControlRig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,8 +95,6 @@ def train_round(
 ):
     """`lagnet train` of `config` on `recordings` (the last one also its test file) into `run_dir`; a model with
     physics (PINODE, pure ODE) starts it from the `previous` round's run."""
-    from ..run.training import train_run
-
     changes = {
         "name": name,
         "seed": seed,
@@ -122,8 +122,6 @@ def learn_to_control(
     `config`: a `lagnet.config.Config` (or a YAML path) of a cart-pole model; its data section's mapping is used,
     its files are replaced by the recordings made here. Runs and recordings go to `out`. Stops at the first
     episode held over its last `hold` seconds, or after `max_episodes` MPC episodes."""
-    from ..config import load_config
-
     if isinstance(config, (str, os.PathLike)):
         config = load_config(config)
     rig = CartPoleRig() if rig is None else rig

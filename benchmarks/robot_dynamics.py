@@ -27,6 +27,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import block, first_call, load, max_abs_diff, parser, time_interleaved, write  # noqa: E402
 
+from lagnet.data.catalog import DFKI_DOUBLE_PENDULUM_LINKS  # noqa: E402
 from lagnet.systems import DoublePendulum, RigidBodyTree  # noqa: E402
 from lagnet.systems.robot import mujoco_model  # noqa: E402
 
@@ -36,16 +37,6 @@ ROBOTS = {
     "KUKA iiwa 14 (7 joints)": ROOT / "data/robots/kuka_iiwa_14/iiwa14.xml",
 }
 # The DFKI URDF as written: axis inertias in the centre-of-mass slot, the elbow's reference 3.1416 (not π).
-DFKI_CLOSED = dict(
-    m1=0.5593806151425046,
-    m2=0.6043459469186889,
-    l1=0.3,
-    r1=0.3,
-    r2=0.18377686083653508,
-    I1=0.053470810264216295,
-    I2=0.02392374528789766,
-    g=9.81,
-)
 DFKI_SHIFT = np.array([0.0, 3.1416 - np.pi])
 BATCH, STEPS, DT = 256, 30, 0.01
 
@@ -261,7 +252,7 @@ def main():
         n = tree.n_dof
         impls = {"RigidBodyTree": lagnet_fns(tree)}
         if robot.startswith("DFKI"):
-            impls["closed form"] = lagnet_fns(DoublePendulum(**DFKI_CLOSED), shift=-DFKI_SHIFT)
+            impls["closed form"] = lagnet_fns(DoublePendulum(**DFKI_DOUBLE_PENDULUM_LINKS), shift=-DFKI_SHIFT)
         if have_pin:
             impls["Pinocchio"] = pinocchio_fns(tree)
         if not args.no_mjx:

@@ -64,6 +64,39 @@ def figure(result, label: str, dt: float):
     return fig
 
 
+def write(rows: dict, t0: float) -> None:
+    """experiments/out/learn_to_control.{json,md} of the rows so far."""
+    record = {
+        "experiment": "learn_to_control",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "pilco_seconds": PILCO_SECONDS,
+        "rows": rows,
+        "wall_s": time.perf_counter() - t0,
+    }
+    lines = [
+        f"Measured {record['date']} on {record['machine']}: `python experiments/learn_to_control.py` (per row "
+        "below). Seconds of interaction until the rig swings up and holds 5 s: 3 s of excitation, then 7 s "
+        "episodes; ∞: not within the row's episodes.",
+        "",
+        "| model | succeeded | median (s) | max (s) | per seed (s) | episodes allowed |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for kind, r in rows.items():
+        per = ", ".join(f"{s['seconds']:g}" if s["success"] else "∞" for s in r["seeds"])
+        lines.append(
+            f"| {LABELS[kind]} | {r['successes']}/{len(r['seeds'])} | {seconds_text(r['median_s'])} | "
+            f"{seconds_text(r['max_s'])} | {per} | {r['max_episodes']} |"
+        )
+    lines.append(f"| PILCO (Deisenroth & Rasmussen, 2011) | | {PILCO_SECONDS:g} | | | |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "learn_to_control.json", "w") as f:
+        json.dump(record, f, indent=1)
+    (OUT / "learn_to_control.md").write_text(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -110,35 +143,7 @@ def main(argv=None):
             "median_s": finite_or_none(np.median(seconds)),
             "max_s": finite_or_none(np.max(seconds)),
         }
-    record = {
-        "experiment": "learn_to_control",
-        "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-        "pilco_seconds": PILCO_SECONDS,
-        "rows": rows,
-        "wall_s": time.perf_counter() - t0,
-    }
-    lines = [
-        f"Measured {record['date']} on {record['machine']}: `python experiments/learn_to_control.py` (per row "
-        "below). Seconds of interaction until the rig swings up and holds 5 s: 3 s of excitation, then 7 s "
-        "episodes; ∞: not within the row's episodes.",
-        "",
-        "| model | succeeded | median (s) | max (s) | per seed (s) | episodes allowed |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for kind, r in rows.items():
-        per = ", ".join(f"{s['seconds']:g}" if s["success"] else "∞" for s in r["seeds"])
-        lines.append(
-            f"| {LABELS[kind]} | {r['successes']}/{len(r['seeds'])} | {seconds_text(r['median_s'])} | "
-            f"{seconds_text(r['max_s'])} | {per} | {r['max_episodes']} |"
-        )
-    lines.append(f"| PILCO (Deisenroth & Rasmussen, 2011) | | {PILCO_SECONDS:g} | | | |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "learn_to_control.json", "w") as f:
-        json.dump(record, f, indent=1)
-    (OUT / "learn_to_control.md").write_text(text)
+        write(rows, t0)
     if shown is not None:
         save(figure(shown[0], shown[1], 0.02), "learn_to_control")
 

@@ -10,6 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from lagnet.data.catalog import DFKI_DOUBLE_PENDULUM_LINKS
 from lagnet.systems import DoublePendulum, RigidBodyTree
 from lagnet.systems.robot import mujoco_model
 
@@ -101,16 +102,7 @@ def test_dfki_matches_mujoco_and_closed_form():
     ours = against_mujoco(mujoco_model(DFKI), system, seed=2)
     # As written the URDF is the closed form with the axis inertias in the centre-of-mass slot, no rotor, and the
     # elbow's reference shifted by 3.1416 − π (see tests/test_robot.py::test_dfki_pendubot_urdf).
-    closed = DoublePendulum(
-        m1=0.5593806151425046,
-        m2=0.6043459469186889,
-        l1=0.3,
-        r1=0.3,
-        r2=0.18377686083653508,
-        I1=0.053470810264216295,
-        I2=0.02392374528789766,
-        g=9.81,
-    )
+    closed = DoublePendulum(**DFKI_DOUBLE_PENDULUM_LINKS)
     q, qd, u, qdd = states(2, 2, seed=2)
     shifted = q - jnp.array([0.0, 3.1416 - np.pi])
     theirs = evaluate(closed, shifted, qd, u, qdd)

@@ -60,19 +60,26 @@ _DFKI_DOUBLE_MAPPING = {
 _DFKI_DOUBLE_RUNS = ("00", "01", "02", "03", "04", "05", "11", "12", "13")
 
 
+# The DFKI double pendulum's links as its lab identified them (model_2.0_parameters.yml; I1, I2 about the joint
+# axes). Its URDF carries the same numbers, with I1, I2 in the centre-of-mass slot.
+DFKI_DOUBLE_PENDULUM_LINKS = dict(
+    m1=0.5593806151425046,
+    m2=0.6043459469186889,
+    l1=0.3,
+    r1=0.3,
+    r2=0.18377686083653508,
+    I1=0.053470810264216295,
+    I2=0.02392374528789766,
+    g=9.81,
+)
+
+
 def dfki_double_pendulum() -> DoublePendulum:
     """The DFKI double pendulum (design A.0) as its lab identified it (model_2.0_parameters.yml): link inertias
     about the joint axes, motor rotor inertia with gear ratio; its friction is the model's (see
     configs/dfki_double_pendulum_known.yaml)."""
     return DoublePendulum(
-        m1=0.5593806151425046,
-        m2=0.6043459469186889,
-        l1=0.3,
-        r1=0.3,
-        r2=0.18377686083653508,
-        I1=0.053470810264216295,
-        I2=0.02392374528789766,
-        g=9.81,
+        **DFKI_DOUBLE_PENDULUM_LINKS,
         inertia_about="joint",
         Ir=7.659297952841183e-05,
         gr=6.0,

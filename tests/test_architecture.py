@@ -88,14 +88,6 @@ def test_no_private_jax_and_every_package_declared():
 
 # At most this many lines per function in lagnet/ (from `def` to its last line, docstring included).
 MAX_FUNCTION_LINES = 80
-# Functions over the limit in modules other work is rewriting now; each leaves this list when it is split.
-LONG_FUNCTIONS_PENDING = {
-    "lagnet/control/casadi_function.py:casadi_function",
-    "lagnet/control/gym_env.py:_env_class",
-    "lagnet/control/gym_env.py:_rig_env_class",
-    "lagnet/systems/robot.py:_build",
-    "lagnet/systems/robot.py:_tree",
-}
 
 
 def _functions():
@@ -109,13 +101,7 @@ def _functions():
 def test_no_function_is_longer_than_80_lines():
     lengths = {name: node.end_lineno - node.lineno + 1 for name, node in _functions()}
     long = {name: n for name, n in lengths.items() if n > MAX_FUNCTION_LINES}
-    assert set(long) <= LONG_FUNCTIONS_PENDING, {
-        n: long[n] for n in sorted(set(long) - LONG_FUNCTIONS_PENDING)
-    }
-    # A pending function that was split (or removed) leaves the list.
-    assert not {n for n in LONG_FUNCTIONS_PENDING if n not in long}, LONG_FUNCTIONS_PENDING - set(
-        long
-    )
+    assert not long, long
 
 
 def _concrete_model_classes() -> set[str]:

@@ -47,8 +47,18 @@ def casadi_function(
     value = jax.jit(fn)
     jacobian = jax.jit(jax.jacfwd(fn, argnums=(0, 1)))
 
-    def column(v, size):
-        return jnp.asarray(np.asarray(v, dtype=float).reshape(size))
+    jacobian_class = _jacobian_callback_class(ca, jacobian, n2, m)
+    model_class = _model_callback_class(ca, value, jacobian_class, n2, m, kind)
+    return model_class(name or f"lagnet_{kind}")
+
+
+def _column(v, size):
+    """A CasADi argument (a DM) as a flat JAX vector of `size` floats."""
+    return jnp.asarray(np.asarray(v, dtype=float).reshape(size))
+
+
+def _jacobian_callback_class(ca, jacobian, n2: int, m: int):
+    """The `casadi.Callback` class that evaluates the compiled JAX `jacobian(x, u)` for CasADi."""
 
     class Jacobian(ca.Callback):
         """(x, u, x⁺ nominal) → (∂x⁺/∂x (2n, 2n), ∂x⁺/∂u (2n, m)), CasADi's Jacobian signature."""
@@ -70,8 +80,15 @@ def casadi_function(
             return ca.Sparsity.dense(n2, (n2, m)[i])
 
         def eval(self, arg):
-            a, b = jacobian(column(arg[0], n2), column(arg[1], m))
+            a, b = jacobian(_column(arg[0], n2), _column(arg[1], m))
             return [np.asarray(a), np.asarray(b)]
+
+    return Jacobian
+
+
+def _model_callback_class(ca, value, jacobian_class, n2: int, m: int, kind: str):
+    """The `casadi.Callback` class that evaluates the compiled JAX `value(x, u)` and hands CasADi a
+    `jacobian_class` instance as its Jacobian."""
 
     class Model(ca.Callback):
         def __init__(self, label):
@@ -99,14 +116,14 @@ def casadi_function(
             return ca.Sparsity.dense(n2, 1)
 
         def eval(self, arg):
-            return [np.asarray(value(column(arg[0], n2), column(arg[1], m)))]
+            return [np.asarray(value(_column(arg[0], n2), _column(arg[1], m)))]
 
         def has_jacobian(self):
             return True
 
         def get_jacobian(self, label, inames, onames, opts):
             # Held by the model's callback: CasADi keeps only a raw reference.
-            self.jacobian_callback = Jacobian(label)
+            self.jacobian_callback = jacobian_class(label)
             return self.jacobian_callback
 
-    return Model(name or f"lagnet_{kind}")
+    return Model

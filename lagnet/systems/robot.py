@@ -227,61 +227,20 @@ class RigidBodyTree(AbstractSystem):
         names = tuple(
             mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}" for j in range(n)
         )
-        for j in range(n):
-            kind = int(model.jnt_type[j])
-            if kind not in _JOINT_KINDS:
-                raise ValueError(
-                    f"RigidBodyTree: joint {names[j]!r} is a {_OTHER_JOINTS.get(kind, kind)} joint; only "
-                    "hinge (revolute, continuous) and slide (prismatic) joints are supported"
-                )
-        if model.neq > 0:
-            raise ValueError(
-                "RigidBodyTree: the description has equality constraints (closed chains, coupled joints), "
-                "which are not supported"
-            )
-        if np.any(np.asarray(model.body_gravcomp) != 0):
-            raise ValueError("RigidBodyTree: gravity compensation (body gravcomp) is not supported")
-        disabled = int(model.opt.disableflags)
-
-        def off(flag):
-            return bool(disabled & int(flag))
-
+        _check_supported(model, names)
         dof = np.asarray(model.jnt_dofadr)
         qadr = np.asarray(model.jnt_qposadr)
         bodies = range(1, model.nbody)
-        mass = np.array(model.body_mass[1:], dtype=float)
-        inertia = np.array(model.body_inertia[1:], dtype=float)
-        if restore:
-            mass[mass == _BOUND] = 0.0
-            inertia[inertia == _BOUND] = 0.0
+        mass, inertia = _body_masses_and_inertias(model, restore)
         body_joints = [[] for _ in bodies]
         for j in range(n):
             body_joints[int(model.jnt_bodyid[j]) - 1].append(j)
         arm = np.array(model.dof_armature[dof], dtype=float)
         arm = _armature(arm, armature, names)
-        stiffness = np.array(model.jnt_stiffness, dtype=float)
-        if off(mujoco.mjtDisableBit.mjDSBL_SPRING):
-            stiffness[:] = 0.0
-        damping = np.array(model.dof_damping[dof], dtype=float)
-        if off(mujoco.mjtDisableBit.mjDSBL_DAMPER):
-            damping[:] = 0.0
-        loss = np.array(model.dof_frictionloss[dof], dtype=float)
-        if off(mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS) or off(
-            mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        ):
-            loss[:] = 0.0
-        friction = None
-        if np.any(damping != 0) or np.any(loss != 0):
-            friction = JointFriction(
-                n,
-                viscous={j: float(damping[j]) for j in range(n) if damping[j] != 0},
-                coulomb={j: float(loss[j]) for j in range(n) if loss[j] != 0},
-                shape=friction_shape,
-                epsilon=friction_epsilon,
-            )
+        stiffness, friction = _springs_and_friction(model, friction_shape, friction_epsilon)
         actuation, input_names = _actuation(model, names, actuated)
         g = np.array(model.opt.gravity, dtype=float)
-        if off(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+        if _disabled(model, mujoco.mjtDisableBit.mjDSBL_GRAVITY):
             g[:] = 0.0
         system = cls(
             parents=tuple(int(model.body_parentid[b]) - 1 for b in bodies),
@@ -309,12 +268,7 @@ class RigidBodyTree(AbstractSystem):
                 mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}" for b in bodies
             ),
         )
-        # M(q0) from MuJoCo (cheap, no tracing), with this system's armature and offset.
-        data = mujoco.MjData(model)
-        mujoco.mj_forward(model, data)
-        m0 = np.zeros((model.nv, model.nv))
-        mujoco.mj_fullM(model, data, m0)
-        m0 = m0[np.ix_(dof, dof)] - np.diag(model.dof_armature[dof]) + np.diag(arm)
+        m0 = _reference_mass_matrix(model, arm)
         _check_positive_definite(m0 + np.asarray(system.inertia_offset), names)
         return system
 
@@ -402,7 +356,28 @@ class RigidBodyTree(AbstractSystem):
 
     def _tree(self, q: Q) -> dict:
         """The world motion subspaces s_j = (s_ω, s_v) (n, 3) and the bodies' spatial inertias about the world
-        origin (m, h = m c, Ī), with −g, the armature and the inertia offset, in q's dtype.
+        origin (m, h = m c, Ī), with −g, the armature and the inertia offset, in q's dtype."""
+        dt = _float_dtype(q)
+        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
+        p = _spatial.plan(self.parents, self.body_joints, self.n_dof)
+        axis = c(self.joint_axis)
+        axis = axis / jnp.linalg.norm(axis, axis=-1, keepdims=True)
+        anchor = c(self.joint_pos)
+        angle = q.astype(dt) - c(self.joint_ref)
+        rotation, translation = self._node_transforms(p.nodes, angle, axis, anchor, dt)
+        world_r, world_p = _spatial.forward_kinematics(p.nodes, rotation, translation)
+        return dict(
+            plan=p,
+            subspace=self._motion_subspaces(p, world_r, world_p, axis, anchor),
+            inertia=self._world_inertias(p, world_r, world_p, dt),
+            minus_g=-c(self.g),
+            armature=c(self.armature),
+            offset=c(self.inertia_offset),
+        )
+
+    def _node_transforms(self, nodes, joint_angle, axis, anchor, dt):
+        """Each node's rotation (N, 3, 3) and translation (N, 3) in its parent's frame, from the joint angles
+        and the joints' unit axes k and anchors a (n, 3) in their bodies' frames.
 
         A hinge node's transform in its parent is affine in (cos θ, sin θ): with Rodrigues' R = c (1 − k kᵀ) +
         s K + k kᵀ and the body's placement (E₀, r₀),
@@ -413,17 +388,10 @@ class RigidBodyTree(AbstractSystem):
         so all nodes' transforms are a few array operations on precomputed parts; a slide's is E = E₀,
         r = r₀ + θ E₀ k, a welded body's (E₀, r₀).
         """
-        dt = _float_dtype(q)
-        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
         n = self.n_dof
-        p = _spatial.plan(self.parents, self.body_joints, n)
-        nodes = p.nodes
         eye = jnp.eye(3, dtype=dt)
-        placement = _quat_to_matrix(c(self.body_quat))
-        body_pos = c(self.body_pos)
-        axis = c(self.joint_axis)
-        axis = axis / jnp.linalg.norm(axis, axis=-1, keepdims=True)
-        anchor = c(self.joint_pos)
+        placement = _quat_to_matrix(self.body_quat.astype(dt))
+        body_pos = self.body_pos.astype(dt)
         k_cross_a = jnp.cross(axis, anchor)
         k_cross_k_cross_a = jnp.cross(axis, k_cross_a)
         kk = axis[:, :, None] * axis[:, None, :]
@@ -445,7 +413,7 @@ class RigidBodyTree(AbstractSystem):
         hinge, slide = (kind == 2)[:, None], (kind == 1)[:, None]
         pad = lambda x: jnp.concatenate([x, jnp.zeros_like(x[:1])])[joint]  # noqa: E731  (0 for welded nodes)
         mv = lambda m, x: jnp.einsum("nab,nb->na", m, x)  # noqa: E731
-        angle = pad(q.astype(dt) - c(self.joint_ref))
+        angle = pad(joint_angle)
         cos, sin = jnp.cos(angle), jnp.sin(angle)
         cos_e = jnp.where(hinge[:, :, None], e0 @ (eye - pad(kk)), 0.0)
         sin_e = jnp.where(hinge[:, :, None], e0 @ pad(skew), 0.0)
@@ -459,36 +427,37 @@ class RigidBodyTree(AbstractSystem):
             )
             + jnp.where(slide, angle[:, None] * mv(e0, pad(axis)), 0.0)
         )
-        world_r, world_p = _spatial.forward_kinematics(nodes, rotation, translation)
+        return rotation, translation
+
+    def _motion_subspaces(self, plan, world_r, world_p, axis, anchor):
+        """Per joint, its world motion subspace (s_ω, s_v) (n, 3) each: a hinge turns about its world axis k
+        through its world anchor a (s_ω = k, s_v = a × k), a slide moves along k (s_ω = 0, s_v = k)."""
         # Joint j's axis and anchor are fixed in its node's frame (the rotation keeps them).
-        jr, jp = world_r[np.array(p.joint_node)], world_p[np.array(p.joint_node)]
+        jr, jp = world_r[np.array(plan.joint_node)], world_p[np.array(plan.joint_node)]
         k_world = jnp.einsum("jab,jb->ja", jr, axis)
         a_world = jp + jnp.einsum("jab,jb->ja", jr, anchor)
         is_hinge = np.array([t == "hinge" for t in self.joint_types])[:, None]
-        subspace = (
+        return (
             jnp.where(is_hinge, k_world, 0.0),
             jnp.where(is_hinge, _spatial.cross(a_world, k_world), k_world),
         )
-        # Spatial inertias about the world origin: Ī = R I_c Rᵀ + m (|c|² 1 − c cᵀ), h = m c, c the world com.
-        ib = np.array(p.inertia_bodies, dtype=int)
+
+    def _world_inertias(self, plan, world_r, world_p, dt):
+        """The bodies' spatial inertias about the world origin, (m, h = m c, Ī) with c the world centre of
+        mass: Ī = R I_c Rᵀ + m (|c|² 1 − c cᵀ)."""
+        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
+        eye = jnp.eye(3, dtype=dt)
+        ib = np.array(plan.inertia_bodies, dtype=int)
         br, bp = (
-            world_r[np.array(p.inertia_nodes, dtype=int)],
-            world_p[np.array(p.inertia_nodes, dtype=int)],
+            world_r[np.array(plan.inertia_nodes, dtype=int)],
+            world_p[np.array(plan.inertia_nodes, dtype=int)],
         )
         mass = c(self.body_mass)[ib]
         principal = br @ _quat_to_matrix(c(self.body_iquat))[ib]
         com = bp + jnp.einsum("bij,bj->bi", br, c(self.body_ipos)[ib])
         about_com = jnp.einsum("bik,bk,bjk->bij", principal, c(self.body_inertia)[ib], principal)
         shift = jnp.sum(com**2, -1)[:, None, None] * eye - com[:, :, None] * com[:, None, :]
-        inertia = (mass, mass[:, None] * com, about_com + mass[:, None, None] * shift)
-        return dict(
-            plan=p,
-            subspace=subspace,
-            inertia=inertia,
-            minus_g=-c(self.g),
-            armature=c(self.armature),
-            offset=c(self.inertia_offset),
-        )
+        return mass, mass[:, None] * com, about_com + mass[:, None, None] * shift
 
     def _rigid_mass(self, tree) -> jax.Array:
         """M: the CRBA's, plus armature and inertia_offset."""
@@ -597,6 +566,84 @@ def _check_positive_definite(m: np.ndarray, names: tuple[str, ...]) -> None:
             "RigidBodyTree: the mass matrix is singular: some joint moves no mass or inertia "
             f"{light or ''} (give it an `armature`, or masses to the links it moves)"
         )
+
+
+def _check_supported(model, names: tuple[str, ...]) -> None:
+    """A `ValueError` for what the tree does not model: joints other than hinges and slides, equality
+    constraints, gravity compensation."""
+    for j in range(model.njnt):
+        kind = int(model.jnt_type[j])
+        if kind not in _JOINT_KINDS:
+            raise ValueError(
+                f"RigidBodyTree: joint {names[j]!r} is a {_OTHER_JOINTS.get(kind, kind)} joint; only "
+                "hinge (revolute, continuous) and slide (prismatic) joints are supported"
+            )
+    if model.neq > 0:
+        raise ValueError(
+            "RigidBodyTree: the description has equality constraints (closed chains, coupled joints), "
+            "which are not supported"
+        )
+    if np.any(np.asarray(model.body_gravcomp) != 0):
+        raise ValueError("RigidBodyTree: gravity compensation (body gravcomp) is not supported")
+
+
+def _disabled(model, flag) -> bool:
+    """Whether the description's options disable `flag` (a `mujoco.mjtDisableBit`)."""
+    return bool(int(model.opt.disableflags) & int(flag))
+
+
+def _body_masses_and_inertias(model, restore: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The bodies' masses (nb,) and principal inertias (nb, 3), the world body left out; with `restore`, the
+    values equal to `_BOUND` are the ones the compile bound raised, and are set back to 0."""
+    mass = np.array(model.body_mass[1:], dtype=float)
+    inertia = np.array(model.body_inertia[1:], dtype=float)
+    if restore:
+        mass[mass == _BOUND] = 0.0
+        inertia[inertia == _BOUND] = 0.0
+    return mass, inertia
+
+
+def _springs_and_friction(model, shape: str, epsilon: float):
+    """The joints' spring stiffness (n,) and their damping and friction loss as a `JointFriction` (None
+    when neither is set), each zero where the description's options disable it."""
+    import mujoco
+
+    n = model.njnt
+    dof = np.asarray(model.jnt_dofadr)
+    bits = mujoco.mjtDisableBit
+    stiffness = np.array(model.jnt_stiffness, dtype=float)
+    if _disabled(model, bits.mjDSBL_SPRING):
+        stiffness[:] = 0.0
+    damping = np.array(model.dof_damping[dof], dtype=float)
+    if _disabled(model, bits.mjDSBL_DAMPER):
+        damping[:] = 0.0
+    loss = np.array(model.dof_frictionloss[dof], dtype=float)
+    # MuJoCo's friction loss is a constraint: disabling constraints removes it too.
+    if _disabled(model, bits.mjDSBL_FRICTIONLOSS) or _disabled(model, bits.mjDSBL_CONSTRAINT):
+        loss[:] = 0.0
+    if not (np.any(damping != 0) or np.any(loss != 0)):
+        return stiffness, None
+    friction = JointFriction(
+        n,
+        viscous={j: float(damping[j]) for j in range(n) if damping[j] != 0},
+        coulomb={j: float(loss[j]) for j in range(n) if loss[j] != 0},
+        shape=shape,
+        epsilon=epsilon,
+    )
+    return stiffness, friction
+
+
+def _reference_mass_matrix(model, arm: np.ndarray) -> np.ndarray:
+    """M(q0) from MuJoCo (cheap, no tracing), in joint order, with the armature `arm` in place of the
+    description's."""
+    import mujoco
+
+    dof = np.asarray(model.jnt_dofadr)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    m0 = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, m0)
+    return m0[np.ix_(dof, dof)] - np.diag(model.dof_armature[dof]) + np.diag(arm)
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))

@@ -41,27 +41,35 @@ def seconds_text(x) -> str:
     return "∞" if x is None else f"{x:g}"
 
 
-def figure(result, label: str, dt: float):
+def figure(episodes: list[tuple[str, np.ndarray, np.ndarray]], title: str, dt: float):
+    """The pole's angle from upright and the cart's position over each (name, x, φ) episode."""
     fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    for name, x, phi in episodes:
+        t = dt * np.arange(len(x))
+        from_upright = np.abs(np.mod(phi, 2 * np.pi) - np.pi)
+        axes[0].plot(t, np.degrees(from_upright), label=name)
+        axes[1].plot(t, x)
+    axes[0].axhspan(0, np.degrees(0.1), color="0.85")
+    axes[0].set_ylabel("|φ − π| (deg): 0 upright")
+    axes[1].axhspan(-0.3, 0.3, color="0.92")
+    axes[1].set_ylabel("cart x (m)")
+    axes[1].set_xlabel("time in the episode (s)")
+    axes[0].legend(fontsize=8)
+    axes[0].set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def result_episodes(result) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    out = []
     for i, e in enumerate(result.episodes):
-        t = dt * np.arange(len(e.xs))
-        tilt = np.mod(e.xs[:, 1], 2 * np.pi) - np.pi
         name = (
             "excitation"
             if e.kind == "excitation"
             else f"episode {i} ({'held' if e.held else 'not held'})"
         )
-        axes[0].plot(t, np.degrees(tilt), label=name)
-        axes[1].plot(t, e.xs[:, 0])
-    axes[0].axhspan(-np.degrees(0.1), np.degrees(0.1), color="0.85")
-    axes[0].set_ylabel("φ − π (deg)")
-    axes[1].axhspan(-0.3, 0.3, color="0.92")
-    axes[1].set_ylabel("cart x (m)")
-    axes[1].set_xlabel("time in the episode (s)")
-    axes[0].legend(fontsize=8)
-    axes[0].set_title(f"learn_to_control, {label}: {result.seconds:g} s of interaction")
-    fig.tight_layout()
-    return fig
+        out.append((name, e.xs[:, 0], e.xs[:, 1]))
+    return out
 
 
 def write(rows: dict, t0: float) -> None:
@@ -75,8 +83,8 @@ def write(rows: dict, t0: float) -> None:
         "wall_s": time.perf_counter() - t0,
     }
     lines = [
-        f"Measured {record['date']} on {record['machine']}: `python experiments/learn_to_control.py` (per row "
-        "below). Seconds of interaction until the rig swings up and holds 5 s: 3 s of excitation, then 7 s "
+        f"Measured {record['date']} on {record['machine']}. Seconds of interaction until the rig swings up "
+        "and holds 5 s: 3 s of excitation, then 7 s "
         "episodes; ∞: not within the row's episodes.",
         "",
         "| model | succeeded | median (s) | max (s) | per seed (s) | episodes allowed |",
@@ -89,6 +97,9 @@ def write(rows: dict, t0: float) -> None:
             f"{seconds_text(r['max_s'])} | {per} | {r['max_episodes']} |"
         )
     lines.append(f"| PILCO (Deisenroth & Rasmussen, 2011) | | {PILCO_SECONDS:g} | | | |")
+    lines += ["", "Rows measured with:", ""] + [
+        f"- {LABELS[k]}: `{r['command']}`" for k, r in rows.items()
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -102,9 +113,16 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--types", default="pinode,pure_ode,blackbox")
     parser.add_argument("--max-episodes", type=int, default=5)
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite the Markdown from the JSON record only"
+    )
     args = parser.parse_args(argv)
     types = args.types.split(",")
     t0 = time.perf_counter()
+    if args.report_only:
+        record = json.loads((OUT / "learn_to_control.json").read_text())
+        write(record["rows"], t0 - record["wall_s"])
+        return
     # Rows of types not rerun now are kept from the last record.
     previous = OUT / "learn_to_control.json"
     rows = json.loads(previous.read_text())["rows"] if previous.exists() else {}
@@ -145,7 +163,9 @@ def main(argv=None):
         }
         write(rows, t0)
     if shown is not None:
-        save(figure(shown[0], shown[1], 0.02), "learn_to_control")
+        result, label, _ = shown
+        title = f"learn_to_control, {label}: {result.seconds:g} s of interaction"
+        save(figure(result_episodes(result), title, 0.02), "learn_to_control")
 
 
 if __name__ == "__main__":

@@ -252,7 +252,9 @@ def main():
         n = tree.n_dof
         impls = {"RigidBodyTree": lagnet_fns(tree)}
         if robot.startswith("DFKI"):
-            impls["closed form"] = lagnet_fns(DoublePendulum(**DFKI_DOUBLE_PENDULUM_LINKS), shift=-DFKI_SHIFT)
+            impls["closed form"] = lagnet_fns(
+                DoublePendulum(**DFKI_DOUBLE_PENDULUM_LINKS), shift=-DFKI_SHIFT
+            )
         if have_pin:
             impls["Pinocchio"] = pinocchio_fns(tree)
         if not args.no_mjx:

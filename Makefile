@@ -37,10 +37,11 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The whole suite on TEST_WORKERS processes (pytest-xdist), each test file on one of them, so that a file's
-# shared fixtures (trained runs, compiled programs) are built once.  `make test TEST_WORKERS=0` runs it in
-# this process alone.
+# shared fixtures (trained runs, compiled programs) are built once, the longest files first
+# (tests/file_order.json, written by `tools/test_profile.py --write-order`).  `make test TEST_WORKERS=0` runs it
+# in this process alone.
 TEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: lint docs
 	$(BIN)/python -m pytest $(PYTEST_PARALLEL)
 

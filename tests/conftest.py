@@ -5,11 +5,28 @@ import shutil
 import tempfile
 import time
 
-import jax
-import pytest
-from hypothesis import settings
+# The suite checks lagnet's mathematics, not XLA's optimiser, and nine tenths of its time went to compiling
+# programs that then run for milliseconds. So XLA compiles them with most optimisations off, the CPU backend's
+# older loop emitters and one codegen module per program: the same IEEE arithmetic (no fast math), compiled in
+# about half the time (tests/test_held_rollout.py: 52 s of CPU with XLA's defaults, 28 s so). Set here, before
+# JAX's CPU backend starts, and inherited by the lagnet processes tests start. `LAGNET_TEST_XLA=default` runs
+# the suite with XLA's defaults, as users' programs are compiled (the benchmarks always are).
+FAST_COMPILE = os.environ.get("LAGNET_TEST_XLA", "fast") != "default"
+FAST_COMPILE_FLAGS = "--xla_cpu_use_fusion_emitters=false --xla_cpu_parallel_codegen_split_count=1"
+if FAST_COMPILE:
+    os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "true"
+    if FAST_COMPILE_FLAGS not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}".strip()
 
-from lagnet.compilation_cache import use_compilation_cache
+import jax  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+if FAST_COMPILE:
+    # JAX may have read its environment already (a plugin imported it); the flag itself is read per compile.
+    jax.config.update("jax_disable_most_optimizations", True)
+
+from lagnet.compilation_cache import use_compilation_cache  # noqa: E402
 
 # Property-based tests draw the same examples on every run, so CI cannot turn red by chance; explore new ones
 # with `make fuzz` (`pytest --hypothesis-profile=explore`): random, not derandomised, and ten times as many
@@ -33,6 +50,10 @@ if "LAGNET_COMPILATION_CACHE" not in os.environ or os.environ.get(
     os.environ["LAGNET_COMPILATION_CACHE"] = tempfile.mkdtemp(prefix="lagnet-tests-xla-")
     os.environ["LAGNET_TESTS_CACHE_OWNER"] = str(os.getpid())
 use_compilation_cache()
+# Programs that compile in 0.1 s or more, not only lagnet's 0.5 s: with the settings above most compile faster
+# than that, and a test that trains the same config again (resumed, killed and resumed) compiled them all again.
+# (Keeping every program cost more in writes than it saved: tests/test_docs.py 41 → 49 s of CPU.)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
 
 
 def pytest_unconfigure(config):
@@ -66,6 +87,19 @@ def mapping_budget() -> int:
 MAPPING_BUDGET = mapping_budget()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Test files longest first (tests/file_order.json, from `make test-profile`; files it does not list after
+    them, in their order). pytest-xdist hands files to the workers in this order (`--no-loadscope-reorder`):
+    by its default order, most tests first, a file of a few long tests (processes started, runs trained)
+    came last and kept one worker busy while the other had finished."""
+    path = os.path.join(os.path.dirname(__file__), "file_order.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        seconds = json.load(f)
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0))
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
     """Free the compiled programs when a module ends, if the process holds many memory mappings. Each XLA CPU
@@ -80,6 +114,23 @@ def _release_compiled_programs():
     if count is None or count > MAPPING_BUDGET:
         jax.clear_caches()
         gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _xla_defaults(request):
+    """A test marked `xla_defaults` compiles with XLA's optimisations on, as users' programs are: its bits are
+    compared with files or eager operations compiled so (optimisation changes rounding in the last place). The
+    compiled programs are dropped before and after, so that none compiled the other way is reused."""
+    if not FAST_COMPILE or request.node.get_closest_marker("xla_defaults") is None:
+        yield
+        return
+    jax.clear_caches()
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.clear_caches()
+        jax.config.update("jax_disable_most_optimizations", True)
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """Shared test helpers: reference solutions, order fits, comparisons, test models."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -150,3 +152,9 @@ def tiny_pinode_config(path, input_history, name="control_test"):
             "evaluation": {"windows": 10, "horizon": 5, "long_horizon": 10},
         }
     )
+
+
+def xla_flags_without_device_count() -> str:
+    """The inherited XLA_FLAGS (the suite's compile settings, tests/conftest.py) without a CPU device count."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    return " ".join(f for f in flags if not f.startswith("--xla_force_host_platform_device_count"))

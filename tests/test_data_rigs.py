@@ -37,6 +37,7 @@ def test_recordings_are_reproducible_and_distinct():
     assert m1["generator"] == "lagnet.data.rigs.pendulum.PendulumRig"
 
 
+@pytest.mark.xla_defaults
 def test_shipped_potential_set_regenerates_bit_for_bit(tmp_path):
     (path,) = [p for p in ls.generate("pendulum_potential", tmp_path) if "train" in p.name]
     shipped = ld.dataset_path("pendulum_potential_train")

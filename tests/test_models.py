@@ -32,6 +32,7 @@ def small_mlp(features, out, key, zero=False, final="tanh"):
     )
 
 
+@pytest.mark.xla_defaults
 def test_make_mlp_draws_the_weights_of_the_eager_construction():
     """`make_mlp` builds the network in one compiled program at a low XLA optimisation level (a faster start);
     the weights must be bit for bit those of `eqx.nn.MLP` built op by op, so a seed means what it meant."""

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 import pytest
 import yaml
+from helpers import xla_flags_without_device_count
 from test_reliability import config_dict
 
 from lagnet.run import load_run
@@ -36,7 +37,10 @@ def validation_losses(run_dir):
 
 
 def run(tmp_path, devices):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    env = dict(
+        os.environ,
+        XLA_FLAGS=f"{xla_flags_without_device_count()} --xla_force_host_platform_device_count=4",
+    )
     code = SCRIPT.format(
         tests=os.path.dirname(__file__),
         data=str(tmp_path / "p.csv"),
@@ -83,8 +87,12 @@ def test_two_processes_match_one(tmp_path, one_device):
     cfg = tmp_path / "c.yaml"  # a relative data path: relative to the config file, not to the cwd
     cfg.write_text(yaml.safe_dump(config_dict("p.csv", epochs=3, batch_size=16)))
     out = tmp_path / "run"
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    env.update(LAGNET_CPU_DEVICES="2", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        XLA_FLAGS=xla_flags_without_device_count(),
+        LAGNET_CPU_DEVICES="2",
+        JAX_PLATFORMS="cpu",
+    )
     port = free_port()
     procs, cwds, logs = [], [], []
     try:

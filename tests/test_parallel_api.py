@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import xla_flags_without_device_count
 
 SCRIPT = """
 import json, os
@@ -65,7 +66,8 @@ print(json.dumps(out))
 
 def python(code: str, **env) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter whose device count no inherited XLA_FLAGS or LAGNET_CPU_DEVICES sets."""
-    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "LAGNET_CPU_DEVICES")}
+    base = {k: v for k, v in os.environ.items() if k != "LAGNET_CPU_DEVICES"}
+    base["XLA_FLAGS"] = xla_flags_without_device_count()
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**base, **env},

@@ -170,6 +170,9 @@ def test_urdf_config_trains_and_loads(tmp_path):
         dtype="float64",
         data={"train": config.data.train[:1], "max_duration": 1.0},
         training={"epochs": 0, "horizon": 1, "validation_horizon": 1},  # its grads: test_robot.py
+        # Identification through the tree's rollouts compiled for 20 s here; it is tested on closed forms
+        # (test_identify.py), and the tree's forward- and reverse-mode derivatives in test_rigid_body.py.
+        model={"identification": {"method": "none"}},
     )
     run = str(tmp_path / "run")
     result = train_run(config, run, progress=False)

@@ -3,11 +3,16 @@
     python tools/test_profile.py                      # the whole suite, as `make test` runs it
     python tools/test_profile.py tests/test_train.py  # some files, in one process (any pytest arguments)
     python tools/test_profile.py --save profile.json  # also keep the numbers
+    python tools/test_profile.py --write-order        # also rewrite tests/file_order.json (see below)
 
 Each test's wall time counts its setup (a module's shared fixtures land on the first test that uses them),
 call and teardown; "jax" is the part of it JAX spent tracing, lowering and compiling (XLA) programs, recorded
 by tests/conftest.py when LAGNET_TEST_PROFILE names a folder. Under pytest-xdist the per-test times add up
 to more than the wall time: the workers run side by side.
+
+tests/file_order.json lists the test files by their CPU seconds, longest first: tests/conftest.py hands them to
+the workers in that order, so that no long file starts last while the other worker idles. `--write-order`
+rewrites it from this run (only from a run of the whole suite).
 """
 
 import argparse
@@ -19,8 +24,9 @@ import sys
 import tempfile
 import time
 
-# What `make test` runs (see the Makefile): two workers, each test file on one worker.
-DEFAULT_ARGS = ["-n", "2", "--dist", "loadfile"]
+# What `make test` runs (see the Makefile): two workers, each test file on one worker, longest files first.
+DEFAULT_ARGS = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+ORDER_FILE = os.path.join("tests", "file_order.json")
 
 
 def read_profile(folder: str) -> list[dict]:
@@ -67,6 +73,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=25, help="how many of the slowest tests to list")
     parser.add_argument("--save", help="write the per-test numbers to this JSON file")
+    parser.add_argument(
+        "--write-order",
+        action="store_true",
+        help=f"rewrite {ORDER_FILE} from this run (the whole suite)",
+    )
     args, pytest_args = parser.parse_known_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory(prefix="lagnet-test-profile-") as folder:
@@ -84,7 +95,19 @@ def main() -> int:
     if args.save:
         with open(args.save, "w") as f:
             json.dump({"wall_s": wall, "command": command, "tests": rows}, f, indent=1)
+    if args.write_order:
+        write_order(rows, os.path.join(root, ORDER_FILE))
     return code
+
+
+def write_order(rows: list[dict], path: str) -> None:
+    """{test file: CPU seconds}, longest first, rounded to a second."""
+    seconds = collections.Counter()
+    for r in rows:
+        seconds[r["test"].split("::")[0]] += r["cpu_s"]
+    with open(path, "w") as f:
+        json.dump({name: round(s) for name, s in seconds.most_common()}, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,21 @@
 """`lagnet evaluate --control`: closed loops on the simulated rig judge a model; a flipped damping sign fails."""
 
+import json
+import os
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import lagnet
+from lagnet.config import validate
 from lagnet.control import Dynamics, evaluation
 from lagnet.control.evaluation import control_section, evaluate_control, evaluate_lqr, upright_lqr
 from lagnet.integrators import RK4
+from lagnet.learning import evaluate_run_control_seeds
+from lagnet.run.training import train_run
 from lagnet.simulate import CartPoleRig, Plant
 from lagnet.systems import Pendulum
 
@@ -136,3 +143,67 @@ def test_run_control_results_merge_into_metrics_and_report(tmp_path, monkeypatch
         and "5/6 starts" in report
         and "median 3.5 ms, p99 9.0 ms" in report
     )
+
+
+def test_seeds_train_the_config_again_and_sum_the_closed_loops(tmp_path, capsys):
+    """`lagnet evaluate RUN --control --seeds 0 1`: the run is seed 0; seed 1 is its config trained again into
+    RUN/seeds/seed-1; both are evaluated on the rig, and the counts summed. A second call reuses seed 1's run."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    config = validate(
+        {
+            "name": "seeds_test",
+            "dtype": "float64",
+            "system": {"name": "cartpole"},
+            "model": {
+                "type": "pinode",
+                "width": 4,
+                "zero_init": False,
+                "identification": {"method": "none"},
+            },
+            "data": {
+                "train": [os.path.join(root, "data", "sim", "cartpole_control_test.npz")],
+                "max_duration": 4.0,
+                "mapping": {
+                    "time": "t",
+                    "positions": ["x", "phi"],
+                    "velocities": ["x_dot", "phi_dot"],
+                    "inputs": ["force"],
+                },
+            },
+            "training": {"epochs": 1, "batch_size": 32, "horizon": 2},
+        }
+    )
+    run = tmp_path / "run"
+    train_run(config, str(run), progress=False)
+    small = dict(lqr_starts_count=2, seconds=1.0, mpc=False)
+    control = evaluate_run_control_seeds(str(run), [0, 1], **small)
+    seed1 = run / "seeds" / "seed-1"
+    assert (seed1 / "summary.json").exists() and not (run / "seeds" / "seed-0").exists()
+    x, u = np.array([0.1, 0.2, 0.3, -0.4]), np.array([1.0])
+    assert not np.allclose(lagnet.load(str(run)).f(x, u), lagnet.load(str(seed1)).f(x, u))
+    per_seed = control["seeds"]
+    assert list(per_seed) == ["0", "1"]
+    assert per_seed["0"] == {k: v for k, v in control.items() if k not in ("seeds", "over_seeds")}
+    assert control["over_seeds"] == {
+        "seeds": [0, 1],
+        "lqr": {
+            "success": per_seed["0"]["lqr"]["success"] + per_seed["1"]["lqr"]["success"],
+            "starts": 4,
+            "worst": min(per_seed["0"]["lqr"]["success"], per_seed["1"]["lqr"]["success"]),
+        },
+    }
+    with open(run / "evaluation" / "metrics.json") as f:
+        assert json.load(f)["control"] == control
+    report = (run / "evaluation" / "report.md").read_text()
+    assert (
+        "## Control on the simulated rig" in report and "## Control over training seeds" in report
+    )
+    assert "\n| 1 | " in report and "\n| all | " in report
+    stamp = (seed1 / "summary.json").stat().st_mtime_ns
+    assert evaluate_run_control_seeds(str(run), [1], **small)["over_seeds"]["seeds"] == [1]
+    assert (seed1 / "summary.json").stat().st_mtime_ns == stamp
+    # --seeds without --control is a usage error, not a silent no-op.
+    from lagnet.cli import main
+
+    assert main(["evaluate", str(run), "--seeds", "1", "--no-plots"]) == 2
+    assert "give --control too" in capsys.readouterr().err

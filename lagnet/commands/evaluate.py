@@ -80,18 +80,37 @@ def register(sub) -> None:
         "from upright, MPC swing-up from 6 starts with its solve times, q̈ at rest and the linearisation "
         "against the rig's (metrics.json 'control', a report.md section)",
     )
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        metavar="K",
+        help="with --control: also the run's config trained with each training seed K (into RUN_DIR/seeds/"
+        "seed-K; the run's own seed is the run) and evaluated the same way, with the counts summed over seeds "
+        "(metrics.json control.seeds and control.over_seeds, a report.md table)",
+    )
     p.set_defaults(func=run_with_control)
     register_compare(sub)
 
 
 def run_with_control(args) -> int:
-    """`run`, then with --control the closed-loop evaluation (`lagnet.control.evaluation`)."""
+    """`run`, then with --control the closed-loop evaluation (`lagnet.control.evaluation`), over --seeds."""
+    seeds = getattr(args, "seeds", None)
+    if seeds and not getattr(args, "control", False):
+        raise ValueError(
+            "--seeds repeats the closed-loop evaluation over training seeds: give --control too"
+        )
     code = run(args)
     if getattr(args, "control", False):
-        from ..control.evaluation import control_section, evaluate_run_control
+        from ..control import evaluation
 
-        control = evaluate_run_control(args.run_dir, args.out)
-        print(control_section({"control": control}))
+        control = evaluation.evaluate_run_control(args.run_dir, args.out)
+        print(evaluation.control_section({"control": control}))
+        if seeds:
+            control = evaluation.evaluate_run_control_seeds(
+                args.run_dir, seeds, args.out, progress=True
+            )
+            print(evaluation.seeds_section(control))
     return code
 
 

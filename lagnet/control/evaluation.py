@@ -429,8 +429,19 @@ def evaluate_run_control(run_dir: str, out: str | None = None, **kwargs) -> dict
     appended to OUT/report.md (OUT: `out` or RUN_DIR/evaluation); returns the control metrics."""
     from .load import load
 
-    dyn = load(run_dir)
-    control = evaluate_control(dyn, **kwargs)
+    control = evaluate_control(load(run_dir), **kwargs)
+    write_control(run_dir, out, control, control_section({"control": control}))
+    return control
+
+
+def read_control(run_dir: str, out: str | None) -> dict[str, Any] | None:
+    """OUT/metrics.json's "control" (OUT: `out` or RUN_DIR/evaluation), or None."""
+    path = Path(out or Path(run_dir) / "evaluation") / "metrics.json"
+    return json.loads(path.read_text()).get("control") if path.exists() else None
+
+
+def write_control(run_dir: str, out: str | None, control: dict[str, Any], section: str) -> None:
+    """metrics.json's "control" replaced by `control`, and `section` appended to report.md."""
     folder = Path(out) if out else Path(run_dir) / "evaluation"
     folder.mkdir(parents=True, exist_ok=True)
     metrics_path = folder / "metrics.json"
@@ -438,5 +449,52 @@ def evaluate_run_control(run_dir: str, out: str | None = None, **kwargs) -> dict
     metrics["control"] = control
     metrics_path.write_text(json.dumps(metrics, indent=1, sort_keys=True))
     with open(folder / "report.md", "a") as f:
-        f.write("\n" + control_section(metrics))
-    return control
+        f.write("\n" + section)
+
+
+def over_seeds(per_seed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The closed-loop counts summed over seeds, the worst seed's, and the MPC's mean cost."""
+    out: dict[str, Any] = {"seeds": [int(k) for k in per_seed]}
+    for part in ("lqr", "mpc"):
+        runs = [c[part] for c in per_seed.values() if part in c]
+        if runs:
+            out[part] = {
+                "success": sum(r["success"] for r in runs),
+                "starts": sum(r["starts"] for r in runs),
+                "worst": min(r["success"] for r in runs),
+            }
+    if "mpc" in out:
+        out["mpc"]["cost"] = float(np.mean([c["mpc"]["cost"] for c in per_seed.values()]))
+    return out
+
+
+def seeds_section(control: dict[str, Any]) -> str:
+    """The report.md table of control["seeds"] and control["over_seeds"] (markdown)."""
+    lines = [
+        "## Control over training seeds",
+        "",
+        "| seed | LQR held | MPC swing-up held | MPC cost | solve median / p99 (ms) | ‖q̈‖ at rest upright |",
+        "|---|---|---|---|---|---|",
+    ]
+    for seed, c in control["seeds"].items():
+        cells = [seed, f"{c['lqr']['success']}/{c['lqr']['starts']}"]
+        if "mpc" in c:
+            m = c["mpc"]
+            cells += [f"{m['success']}/{m['starts']}", f"{m['cost']:.2f}"]
+            cells.append(f"{m['median_ms']:.1f} / {m['p99_ms']:.1f}")
+        else:
+            cells += ["", "", ""]
+        cells.append(f"{c['equilibrium']['upright']['norm']:.3g}")
+        lines.append("| " + " | ".join(cells) + " |")
+    total = control["over_seeds"]
+    cells = [
+        "all",
+        f"{total['lqr']['success']}/{total['lqr']['starts']} (worst {total['lqr']['worst']})",
+    ]
+    if "mpc" in total:
+        m = total["mpc"]
+        cells += [f"{m['success']}/{m['starts']} (worst {m['worst']})", f"{m['cost']:.2f}"]
+    else:
+        cells += ["", ""]
+    lines.append("| " + " | ".join(cells + ["", ""]) + " |")
+    return "\n".join(lines) + "\n"

@@ -109,6 +109,8 @@ def run_identity(config: Config) -> dict:
 
 
 # What a run directory holds: `--overwrite` removes exactly these, and refuses a folder with anything else.
+# Where `lagnet evaluate RUN --control --seeds` trains the run's config again with other seeds (seed-K).
+SEEDS_DIR = "seeds"
 RUN_ENTRIES = (
     CONFIG_FILE,
     SPEC_FILE,
@@ -117,6 +119,7 @@ RUN_ENTRIES = (
     "checkpoints",
     "evaluation",
     SYSTEM_DIR,
+    SEEDS_DIR,
 )
 
 

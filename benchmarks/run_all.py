@@ -12,6 +12,7 @@ shared machine the ratios (measured interleaved in one process) are the numbers 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -112,7 +113,7 @@ def table(header, rows) -> list[str]:
     return lines + [""]
 
 
-def report(recs: dict, command: str) -> str:
+def report(recs: dict, command: str, date: str | None = None) -> str:
     env = {}
     # Each script imports only what it compares; the accelerator's run has its own line below.
     for r in recs.values():
@@ -120,7 +121,7 @@ def report(recs: dict, command: str) -> str:
     lines = [
         "# Benchmarks",
         "",
-        f"Produced by `{command}` ({time.strftime('%Y-%m-%d')}). "
+        f"Produced by `{command}` ({date or time.strftime('%Y-%m-%d')}). "
         f"jax {env.get('jax')} on {env.get('backend')} ({env.get('cpus')} cores), diffrax "
         f"{env.get('diffrax')}, torch {env.get('torch', 'absent')}, torchdiffeq "
         f"{env.get('torchdiffeq', 'absent')}; float32. Medians of interleaved repeats after a warm-up; "
@@ -416,7 +417,7 @@ def report(recs: dict, command: str) -> str:
     if gpu:
         lines += [
             f"{gpu['device']} ({gpu['backend']}, {gpu['devices']} device(s)), jax {gpu['jax']}, "
-            f"{gpu['date']}{', smoke sizes (--quick)' if gpu['quick'] else ''}; each row the CPU benchmark "
+            f"{gpu['date'][:10]}{', smoke sizes (--quick)' if gpu['quick'] else ''}; each row the CPU benchmark "
             "of the same name, run there. Records: `benchmarks/results/gpu/`.",
             "",
             *gpu["table"],
@@ -446,6 +447,15 @@ def report(recs: dict, command: str) -> str:
     return "\n".join(lines)
 
 
+def measured_on(path: str) -> str | None:
+    """The date in an existing RESULTS.md's first line of results, or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        found = re.search(r"^Produced by `[^`]*` \((\d{4}-\d{2}-\d{2})\)", f.read(), re.MULTILINE)
+    return found.group(1) if found else None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats (a smoke run)")
@@ -458,8 +468,11 @@ def main():
     if not args.report_only:
         run(parts, args.quick, args.no_torch)
     command = "python benchmarks/run_all.py" + (" --quick" if args.quick else "")
-    text = report(records(), command)
-    with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+    path = os.path.join(HERE, "RESULTS.md")
+    # --report-only measures nothing: the CPU tables keep the date they were measured on (an accelerator's run,
+    # benchmarks/gpu.py, brings its own).
+    text = report(records(), command, measured_on(path) if args.report_only else None)
+    with open(path, "w") as f:
         f.write(text + "\n")
     print(text)
 

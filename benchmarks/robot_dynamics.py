@@ -13,7 +13,7 @@ the `bench` extra), MJX's is `mjx.put_model` of it (`mujoco-mjx`, optional). Flo
 Results are cross-checked before timing (M, q̈, and the gradient with respect to the initial states); ratios are
 to the closed form and to Pinocchio measured in the same run; compile time is the first call less a later one.
 
-    .venv/bin/python benchmarks/robot_dynamics.py [--repeats 5] [--no-mjx] [--json out.json] [--md out.md]
+    .venv/bin/python benchmarks/robot_dynamics.py [--repeats 5] [--no-mjx] [--json out.json]
 """
 
 from pathlib import Path
@@ -229,7 +229,6 @@ def main():
     p.add_argument(
         "--no-mjx", action="store_true", help="skip MJX (its gradient takes minutes to compile)"
     )
-    p.add_argument("--md", default=None, help="write the table as Markdown to this file")
     args = p.parse_args()
     repeats = 3 if args.quick else args.repeats
     rows, notes = [], []
@@ -324,21 +323,6 @@ def main():
         record["pinocchio"] = pinocchio.__version__
     if args.json:
         write(args.json, "robot_dynamics", record)
-    if args.md:
-        lines = [
-            f"`python benchmarks/robot_dynamics.py --md ...`: float64, batch {BATCH}, {STEPS}-step rollout "
-            "gradient; times are medians (ms), ratios against peers measured in the same run.",
-            "",
-            "| robot | program | implementation | ms | × closed form | × Pinocchio | compile s |",
-            "| --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for r in rows:
-            lines.append(
-                f"| {r['robot']} | {r['program']} | {r['implementation']} | {r['ms']:.2f} | "
-                f"{fmt(r['vs_closed_form'])} | {fmt(r['vs_pinocchio'])} | {r['compile_s']:.1f} |"
-            )
-        lines += [f"- {note}" for note in notes]
-        Path(args.md).write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

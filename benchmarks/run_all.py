@@ -30,6 +30,7 @@ PARTS = [
     "time_to_accuracy",
     "long_horizon",
     "mpc",
+    "robot_dynamics",
     "gpu",  # benchmarks/gpu.py: measures only where JAX has a GPU or TPU, else leaves its records as they are
 ]
 
@@ -111,6 +112,40 @@ def table(header, rows) -> list[str]:
         "| " + " | ".join(fmt(c) if not isinstance(c, str) else c for c in r) + " |" for r in rows
     ]
     return lines + [""]
+
+
+def robot_section(rec: dict) -> list[str]:
+    """robot_dynamics.py: lagnet's RigidBodyTree from description files against the closed form and the peers."""
+    lines = [
+        f"## Robots from description files: M + q̈ and the gradient of a {rec['steps']}-step rollout loss, batch "
+        f"{rec['batch']}, float64 (mujoco {rec.get('mujoco')}, pinocchio {rec.get('pinocchio', 'absent')})",
+        "",
+    ]
+    rows = [
+        [
+            r["robot"],
+            r["program"],
+            r["implementation"],
+            r["ms"],
+            r["vs_closed_form"],
+            r["vs_pinocchio"],
+        ]
+        + [r["compile_s"]]
+        for r in rec["rows"]
+    ]
+    header = [
+        "robot",
+        "program",
+        "implementation",
+        "ms",
+        "× closed form",
+        "× Pinocchio",
+        "compile s",
+    ]
+    notes = list(rec.get("notes", []))
+    if not any(r["implementation"] == "MJX" for r in rec["rows"]):
+        notes.append("MJX not measured in this record (`--no-mjx`, or mujoco-mjx absent)")
+    return lines + table(header, rows)[:-1] + [""] + [f"- {note}" for note in notes] + [""]
 
 
 def report(recs: dict, command: str, date: str | None = None) -> str:
@@ -403,6 +438,8 @@ def report(recs: dict, command: str, date: str | None = None) -> str:
                 if isinstance(v, dict)
             ],
         )
+    if "robot_dynamics" in recs:
+        lines += robot_section(recs["robot_dynamics"])
     if peak:
         lines += [
             f"## Hardware bound: float32 matmul {peak['n']}² at {peak['peak_gflops']:.0f} GFLOP/s; the MLP's "

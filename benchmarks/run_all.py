@@ -121,18 +121,16 @@ def robot_section(rec: dict) -> list[str]:
         f"{rec['batch']}, float64 (mujoco {rec.get('mujoco')}, pinocchio {rec.get('pinocchio', 'absent')})",
         "",
     ]
-    rows = [
-        [
-            r["robot"],
-            r["program"],
-            r["implementation"],
-            r["ms"],
-            r["vs_closed_form"],
-            r["vs_pinocchio"],
-        ]
-        + [r["compile_s"]]
-        for r in rec["rows"]
+    keys = [
+        "robot",
+        "program",
+        "implementation",
+        "ms",
+        "vs_closed_form",
+        "vs_pinocchio",
+        "compile_s",
     ]
+    rows = [[r[k] for k in keys] for r in rec["rows"]]
     header = [
         "robot",
         "program",

@@ -1,5 +1,6 @@
 """`lagnet evaluate --control`: closed loops on the simulated rig judge a model; a flipped damping sign fails."""
 
+import functools
 import json
 import os
 
@@ -145,7 +146,7 @@ def test_run_control_results_merge_into_metrics_and_report(tmp_path, monkeypatch
     )
 
 
-def test_seeds_train_the_config_again_and_sum_the_closed_loops(tmp_path, capsys):
+def test_seeds_train_the_config_again_and_sum_the_closed_loops(tmp_path, capsys, monkeypatch):
     """`lagnet evaluate RUN --control --seeds 0 1`: the run is seed 0; seed 1 is its config trained again into
     RUN/seeds/seed-1; both are evaluated on the rig, and the counts summed. A second call reuses seed 1's run."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -199,11 +200,18 @@ def test_seeds_train_the_config_again_and_sum_the_closed_loops(tmp_path, capsys)
         "## Control on the simulated rig" in report and "## Control over training seeds" in report
     )
     assert "\n| 1 | " in report and "\n| all | " in report
-    stamp = (seed1 / "summary.json").stat().st_mtime_ns
-    assert evaluate_run_control_seeds(str(run), [1], **small)["over_seeds"]["seeds"] == [1]
-    assert (seed1 / "summary.json").stat().st_mtime_ns == stamp
-    # --seeds without --control is a usage error, not a silent no-op.
+    # The CLI, with the same small closed loops: seed 1's finished run is reused, not trained again.
     from lagnet.cli import main
 
+    monkeypatch.setattr(
+        evaluation, "evaluate_control", functools.partial(evaluate_control, **small)
+    )
+    stamp = (seed1 / "summary.json").stat().st_mtime_ns
+    assert main(["evaluate", str(run), "--control", "--seeds", "1", "--no-plots"]) == 0
+    assert (seed1 / "summary.json").stat().st_mtime_ns == stamp
+    with open(run / "evaluation" / "metrics.json") as f:
+        assert json.load(f)["control"]["over_seeds"]["seeds"] == [1]
+    assert "## Control over training seeds" in capsys.readouterr().out
+    # --seeds without --control is a usage error, not a silent no-op.
     assert main(["evaluate", str(run), "--seeds", "1", "--no-plots"]) == 2
     assert "give --control too" in capsys.readouterr().err

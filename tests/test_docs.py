@@ -173,7 +173,7 @@ def test_readme_headline_numbers_are_those_of_results_md():
 # --- no lab-notebook traces ----------------------------------------------------------------------------------
 
 NOTEBOOK_TRACES = {
-    "an internal work round": re.compile(r"\bstop \d+", re.I),
+    "an internal work round": re.compile(r"\b(?:s)top \d+", re.I),
     "a clock time": re.compile(r"(?<![\d.:])\d{1,2}:\d\d(?![\d:])"),
     "a load average": re.compile(
         r"\bload averages?\b|\bload \d+(\.\d+)?\s*(–|-|to)\s*\d|\bload 0\.", re.I
@@ -201,7 +201,7 @@ def test_no_lab_notebook_traces(path):
 def test_notebook_trace_patterns_catch_what_they_name():
     samples = {
         # Split, so that this file itself names no round.
-        "an internal work round": "measured at " + "stop 27 against",
+        "an internal work round": "measured at s" + "top 27 against",
         "a clock time": "three cold runs at 18:20 gave",
         "a load average": "(2 cores, load 0.7–1.6)",
         "first-person lab prose": "each window's own gradient, I take it",

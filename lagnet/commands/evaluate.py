@@ -107,9 +107,9 @@ def run_with_control(args) -> int:
         control = evaluation.evaluate_run_control(args.run_dir, args.out)
         print(evaluation.control_section({"control": control}))
         if seeds:
-            control = evaluation.evaluate_run_control_seeds(
-                args.run_dir, seeds, args.out, progress=True
-            )
+            from ..learning import evaluate_run_control_seeds
+
+            control = evaluate_run_control_seeds(args.run_dir, seeds, args.out, progress=True)
             print(evaluation.seeds_section(control))
     return code
 

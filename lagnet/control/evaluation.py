@@ -463,8 +463,8 @@ def over_seeds(per_seed: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "starts": sum(r["starts"] for r in runs),
                 "worst": min(r["success"] for r in runs),
             }
-    if "mpc" in out:
-        out["mpc"]["cost"] = float(np.mean([c["mpc"]["cost"] for c in per_seed.values()]))
+            if part == "mpc":
+                out[part]["cost"] = float(np.mean([r["cost"] for r in runs]))
     return out
 
 

@@ -54,34 +54,50 @@ def _accepts(meta) -> str:
     return ", ".join(names)
 
 
-def config_reference(cls=None, prefix: str = "") -> str:
-    """One table per section of the config: key, default, accepted YAML types, meaning."""
+def config_reference(cls=None, prefix: str = "", readers=None) -> str:
+    """One table per section of the config: key, default, accepted YAML types, meaning.
+
+    The model section is a tagged union on `model.type`: its table has a column for the model types that read
+    each key (`readers(name)`), and its subsections name theirs."""
     from lagnet.config import schema
 
     cls = cls or schema.Config
+    union = cls is schema.ModelConfig
+    fields = schema.model_fields() if union else {f.name: f for f in dataclasses.fields(cls)}
+    readers = schema.model_types_reading if union else readers
     rows, sections = [], []
-    for field in dataclasses.fields(cls):
-        key = f"{prefix}{field.name}"
+    for name, field in fields.items():
+        key = f"{prefix}{name}"
+        types = "" if readers is None else f"{', '.join(readers(name))} | "
         if dataclasses.is_dataclass(field.type):
-            sections.append(config_reference(field.type, key + "."))
+            note = "" if readers is None else f"Read by model types {', '.join(readers(name))}.\n\n"
+            sections.append(note + config_reference(field.type, key + "."))
             continue
         meta = field.metadata
         default = _yaml_value(field.default_factory())
         rows.append(
-            f"| `{key}` | `{_cell(default)}` | {_cell(_accepts(meta))} | {_cell(meta['doc'])} |"
+            f"| `{key}` | `{_cell(default)}` | {_cell(_accepts(meta))} | {types}{_cell(meta['doc'])} |"
         )
     title = prefix.rstrip(".") or "top level"
     out = []
     if rows:
+        head = f"| key | default | accepts | {'model types | ' if union else ''}meaning |"
         out += [
             f"### `{title}`" if prefix else "### Top level",
             "",
-            "| key | default | accepts | meaning |",
-            "| --- | --- | --- | --- |",
+            *([_UNION_NOTE, ""] if union else []),
+            head,
+            "| " + " | ".join(["---"] * (head.count("|") - 1)) + " |",
             *rows,
             "",
         ]
     return "\n".join(out + sections)
+
+
+_UNION_NOTE = (
+    "The model section depends on `model.type`: each type reads only its own keys (`MODEL_SECTIONS` in "
+    "`lagnet/config/schema.py`), and a key of another type is an error naming the types that read it."
+)
 
 
 def _subcommands(parser: argparse.ArgumentParser):

@@ -116,6 +116,49 @@ def test_pages_hold_their_generated_markers():
     generated = _hooks()
     assert generated.CONFIG_MARKER in (ROOT / "docs/reference/config.md").read_text()
     assert generated.CLI_MARKER in (ROOT / "docs/reference/cli.md").read_text()
+    assert generated.LONGEST_MARKER in (ROOT / "docs/development.md").read_text()
+
+
+def test_longest_functions_table_is_measured():
+    table = _hooks().longest_functions(5).splitlines()
+    assert table[:2] == ["| function | file | lines |", "| --- | --- | --- |"] and len(table) == 7
+    lines = [int(row.rsplit("|", 2)[1]) for row in table[2:]]
+    assert lines == sorted(lines, reverse=True) and 30 < lines[0] <= 80
+    for row in table[2:]:
+        name, path = re.findall(r"`([^`]+)`", row)
+        assert re.search(rf"^\s*(async )?def {name}\(", (ROOT / path).read_text(), re.M), row
+
+
+def _extension_rows() -> list[list[str]]:
+    text = (ROOT / "docs/development.md").read_text(encoding="utf-8")
+    table = text.split("| extension point |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in table]
+
+
+def test_extension_point_table_names_what_exists():
+    """Each row's classes are defined in its file, its registries are in the files it names, its test exists."""
+    rows = _extension_rows()
+    assert [r[0] for r in rows] == [
+        "integrator",
+        "friction model",
+        "metric",
+        "data format",
+        "system",
+        "rig",
+        "model type",
+    ]
+    for point, classes, file, registry, test in rows:
+        source = (ROOT / file.strip("`")).read_text(encoding="utf-8")
+        for name in re.findall(r"`(Abstract\w+)`", classes):
+            assert re.search(rf"^class {name}\(", source, re.M), (point, name, file)
+        for name, where in re.findall(r"`(\w+)`[^`]*? in `([\w/.]+)`", registry):
+            assert re.search(rf"\b{name}\b", (ROOT / where).read_text(encoding="utf-8")), (
+                point,
+                name,
+            )
+        for path in re.findall(r"`([\w/]+\.py)`", registry + test):
+            assert (ROOT / path).is_file(), (point, path)
+        assert test.startswith("`tests/"), (point, test)
 
 
 def _includes(path: Path) -> list[str]:

@@ -4,7 +4,8 @@ A page holds a marker comment, replaced by the generated Markdown:
 
 - `<!-- lagnet:config-reference -->`: every config key from the typed schema (`lagnet.config.schema`): its
   default, the YAML types it accepts and its meaning, one table per section;
-- `<!-- lagnet:cli-reference -->`: every `lagnet` subcommand's help, from `lagnet.cli.build_parser`.
+- `<!-- lagnet:cli-reference -->`: every `lagnet` subcommand's help, from `lagnet.cli.build_parser`;
+- `<!-- lagnet:longest-functions -->`: the ten longest functions in lagnet/ (`tools/longest_functions.py`).
 
 The figures the experiments write (`experiments/out/*.png`) are served beside the results pages, which include
 the experiments' Markdown as written (with links relative to `experiments/out/`).
@@ -18,6 +19,7 @@ import yaml
 
 CONFIG_MARKER = "<!-- lagnet:config-reference -->"
 CLI_MARKER = "<!-- lagnet:cli-reference -->"
+LONGEST_MARKER = "<!-- lagnet:longest-functions -->"
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "experiments" / "out"
 
@@ -132,12 +134,23 @@ def _help_width() -> None:
     os.environ["COLUMNS"] = "100"
 
 
+def longest_functions(count: int = 10) -> str:
+    """The `count` longest functions in lagnet/ as a Markdown table (function, file, lines)."""
+    import runpy
+
+    tool = runpy.run_path(str(ROOT / "tools" / "longest_functions.py"))
+    rows = [f"| `{name}` | `{path}` | {lines} |" for lines, name, path in tool["lengths"]()[:count]]
+    return "\n".join(["| function | file | lines |", "| --- | --- | --- |", *rows])
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if CONFIG_MARKER in markdown:
         markdown = markdown.replace(CONFIG_MARKER, config_reference())
     if CLI_MARKER in markdown:
         _help_width()
         markdown = markdown.replace(CLI_MARKER, cli_reference())
+    if LONGEST_MARKER in markdown:
+        markdown = markdown.replace(LONGEST_MARKER, longest_functions())
     return markdown
 
 

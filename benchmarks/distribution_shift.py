@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lagnet.config import build_integrator, build_model, build_system, validate
+from lagnet.config import MODEL_SECTIONS, build_integrator, build_model, build_system, validate
 from lagnet.data.windows import make_windows
 from lagnet.evaluate.metrics import window_errors
 from lagnet.run.recordings import load_recordings
@@ -193,7 +193,11 @@ def config(name, train, test, model, *, epochs, seed=0):
     rig = RIGS[name]
     coords = rig["coordinates"]
     friction = {"viscous": coords, "coulomb": coords}
-    base_model = {"width": 32, "depth": 2, "friction": friction}
+    # The shared choices, each where the model type reads it (a pure ODE has no network, a black box no friction).
+    kind = MODEL_SECTIONS[model["type"]]
+    base_model = {
+        k: v for k, v in {"width": 32, "depth": 2, "friction": friction}.items() if kind.reads(k)
+    }
     return validate(
         {
             "name": f"{name}_{model.get('label', model['type'])}".replace(" ", "_"),

@@ -104,7 +104,7 @@ def train_round(
         "seed": seed,
         "data": {"train": recordings, "validation": [], "test": [recordings[-1]]},
     }
-    if config.model.type in ("pinode", "pure_ode") and previous is not None:
+    if previous is not None and config.model.reads("start_from"):
         changes["model"] = {"start_from": previous}
     train_run(config.replace(changes), run_dir, progress=False, overwrite=True)
 

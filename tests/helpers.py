@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from lagnet.config import validate
+from lagnet.config import MODEL_SECTIONS, validate
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
 from lagnet.rollout import rollout
@@ -127,6 +127,14 @@ def relative_error(a, b) -> float:
     """‖a − b‖ / ‖b‖ (flattened)."""
     a, b = np.ravel(np.asarray(a)), np.ravel(np.asarray(b))
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def model_section(type: str = "pinode", *, network: dict | None = None, **keys) -> dict:
+    """A config's `model` section of `type` (a tagged union: each type reads only its own keys): `keys`, and for
+    the types with a network its size `network` (default a small one, width 8)."""
+    network = {"width": 8} if network is None else network
+    small = network if MODEL_SECTIONS[type].reads("width") else {}
+    return {"type": type, **small, **keys}
 
 
 def tiny_pinode_config(path, input_history, name="control_test"):

@@ -157,3 +157,16 @@ def test_nothing_outside_models_branches_on_a_concrete_model_class():
             if named & concrete:
                 offenders.append(f"{f.relative_to(ROOT)}:{node.lineno}: {sorted(named & concrete)}")
     assert not offenders, offenders
+
+
+# Overrides of concrete methods in lagnet/ (`tools/count_overrides.py`): this many at most, none in the rigs.
+MAX_CONCRETE_OVERRIDES = 40
+
+
+def test_overrides_of_concrete_methods_do_not_grow():
+    import runpy
+
+    tool = runpy.run_path(str(ROOT / "tools" / "count_overrides.py"))
+    found = tool["overrides"]()
+    assert len(found) <= MAX_CONCRETE_OVERRIDES, found
+    assert not [line for line in found if line.startswith("lagnet.simulate.")], found

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
 from lagnet.commands.cv import fold_files, parse_folds
 from lagnet.config import load_config
@@ -17,13 +17,13 @@ from lagnet.models import physics_prior
 from lagnet.run import load_recordings, load_run
 
 
-def _config(tmp, name, files, **model):
+def _config(tmp, name, files, type="pinode", **model):
     path = tmp / f"{name}.yaml"
     config = {
         "name": name,
         "dtype": "float64",
         "system": {"name": "pendulum"},
-        "model": {"width": 4, "depth": 1, **model},
+        "model": model_section(type, network={"width": 4, "depth": 1}, **model),
         "data": {"train": files, "mapping": dict(PENDULUM_MAPPING)},
         "training": {"epochs": 5, "batch_size": 32, "horizon": 2, "learning_rate": 3e-3},
         "evaluation": {"windows": 20, "horizon": 5},

@@ -176,3 +176,23 @@ def test_closed_loop_carries_the_controller_memory_and_vmaps():
         )
     with pytest.raises(ValueError, match="x0 must have shape"):
         ls.closed_loop(plant, actuator, idle, None, jnp.zeros(4), samples=3, dt=0.01, substeps=4)
+
+
+def test_rigs_implement_the_rig_interfaces():
+    """Every closed-loop rig is a final `AbstractRig` whose plant's forces are `AbstractRigForce`s; the abstract
+    classes cannot be built, and `true_plant` finds the plant by the interface."""
+    from lagnet.simulate.generate import _RIGS, true_plant
+
+    rigs = {rig for rig in _RIGS.values() if issubclass(rig, ls.AbstractRig)}
+    assert rigs == {ls.CartPoleRig, ls.CartPoleControlRig, ls.PendulumRig}
+    for rig in rigs:
+        plant = rig().plant()
+        assert plant.forces and all(isinstance(f, ls.AbstractRigForce) for f in plant.forces)
+        assert not any(issubclass(other, rig) for other in rigs - {rig})  # final: not subclassed
+    for abstract in (ls.AbstractRig, ls.AbstractRigForce, ls.rigs.AbstractCartPoleRig):
+        with pytest.raises(TypeError):
+            abstract()
+    _, meta = ls.PendulumRig().record(0.1, seed=0)
+    assert isinstance(true_plant(meta), ls.Plant)
+    _, pairs = ls.PotentialPairs(pairs=2).record(seed=0)
+    assert true_plant(pairs) is None  # the exact pairs have no plant: not a rig

@@ -1,7 +1,7 @@
 """The documentation runs and stays current: every ```python block of README.md and docs/ is executed (```py blocks
 are shown but not run: they need another machine or a fresh process), the generated reference pages cover every
-config key and CLI command, the README's headline numbers are those of benchmarks/RESULTS.md, and no page holds
-lab-notebook traces (round names, clock times, load averages)."""
+config key and CLI command, the README's headline numbers are those of benchmarks/RESULTS.md, and no page, nor any
+file a page includes, holds lab-notebook traces (round names, clock times, load averages)."""
 
 import os
 import re
@@ -116,14 +116,81 @@ def test_pages_hold_their_generated_markers():
     generated = _hooks()
     assert generated.CONFIG_MARKER in (ROOT / "docs/reference/config.md").read_text()
     assert generated.CLI_MARKER in (ROOT / "docs/reference/cli.md").read_text()
+    assert generated.LONGEST_MARKER in (ROOT / "docs/development.md").read_text()
+
+
+def test_longest_functions_table_is_measured():
+    table = _hooks().longest_functions(5).splitlines()
+    assert table[:2] == ["| function | file | lines |", "| --- | --- | --- |"] and len(table) == 7
+    lines = [int(row.rsplit("|", 2)[1]) for row in table[2:]]
+    assert lines == sorted(lines, reverse=True) and 30 < lines[0] <= 80
+    for row in table[2:]:
+        name, path = re.findall(r"`([^`]+)`", row)
+        assert re.search(rf"^\s*(async )?def {name}\(", (ROOT / path).read_text(), re.M), row
+
+
+def _extension_rows() -> list[list[str]]:
+    text = (ROOT / "docs/development.md").read_text(encoding="utf-8")
+    table = text.split("| extension point |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in table]
+
+
+def test_extension_point_table_names_what_exists():
+    """Each row's classes are defined in its file, its registries are in the files it names, its test exists."""
+    rows = _extension_rows()
+    assert [r[0] for r in rows] == [
+        "integrator",
+        "friction model",
+        "metric",
+        "data format",
+        "system",
+        "rig",
+        "model type",
+    ]
+    for point, classes, file, registry, test in rows:
+        source = (ROOT / file.strip("`")).read_text(encoding="utf-8")
+        for name in re.findall(r"`(Abstract\w+)`", classes):
+            assert re.search(rf"^class {name}\(", source, re.M), (point, name, file)
+        for name, where in re.findall(r"`(\w+)`[^`]*? in `([\w/.]+)`", registry):
+            assert re.search(rf"\b{name}\b", (ROOT / where).read_text(encoding="utf-8")), (
+                point,
+                name,
+            )
+        for path in re.findall(r"`([\w/]+\.py)`", registry + test):
+            assert (ROOT / path).is_file(), (point, path)
+        assert test.startswith("`tests/"), (point, test)
+
+
+def _includes(path: Path) -> list[str]:
+    """The files a page pulls in with pymdownx.snippets (`--8<-- "path"` or `"path:section"`), as written."""
+    return re.findall(r'--8<-- "([^":]+)(?::[^"]*)?"', path.read_text(encoding="utf-8"))
+
+
+def included_files() -> list[Path]:
+    """Every file the pages include, and what those include in turn: generated records (benchmarks/RESULTS.md,
+    experiments/out/*.md) and the experiments' own pages, which the site shows as its own."""
+    found, todo = [], list(PAGES)
+    while todo:
+        for target in _includes(todo.pop()):
+            path = ROOT / target
+            if path.is_file() and path not in found and path not in ALL_DOCS:
+                found.append(path)
+                todo.append(path)
+    return sorted(found)
+
+
+INCLUDED = included_files()
 
 
 def test_included_files_exist():
     for page in PAGES:
-        for target in re.findall(r'--8<-- "([^":]+)(?::[^"]*)?"', page.read_text(encoding="utf-8")):
+        for target in _includes(page):
             assert (ROOT / target).is_file(), (
                 f"{page.relative_to(ROOT)} includes {target}, which is missing"
             )
+    # The results pages show generated records: the hygiene check below reads them as well.
+    assert ROOT / "benchmarks/RESULTS.md" in INCLUDED
+    assert any(p.parent == ROOT / "experiments" / "out" for p in INCLUDED)
 
 
 # --- the README ----------------------------------------------------------------------------------------------
@@ -190,12 +257,23 @@ def _prose(text: str) -> str:
     return re.sub(r"`[^`\n]*`", "", text)
 
 
-@pytest.mark.parametrize("path", ALL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", ALL_DOCS + INCLUDED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_lab_notebook_traces(path):
     prose = _prose(path.read_text(encoding="utf-8"))
     for what, pattern in NOTEBOOK_TRACES.items():
         found = pattern.search(prose)
         assert found is None, f"{path.relative_to(ROOT)} holds {what}: {found.group(0)!r}"
+
+
+def test_no_lab_notebook_traces_in_generated_pages():
+    """The reference pages the build generates from the code: the config's docs (its prose), the CLI's help
+    (whole: the help text is prose shown in a code block)."""
+    generated = _hooks()
+    pages = {"config": _prose(generated.config_reference()), "cli": generated.cli_reference()}
+    for name, prose in pages.items():
+        for what, pattern in NOTEBOOK_TRACES.items():
+            found = pattern.search(prose)
+            assert found is None, f"the generated {name} reference holds {what}: {found.group(0)!r}"
 
 
 def test_notebook_trace_patterns_catch_what_they_name():

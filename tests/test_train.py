@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
 from lagnet.config import ConfigError, build_model, build_system, load_config, validate
 from lagnet.integrators import RK4
@@ -32,13 +32,13 @@ def pendulum_csv(tmp_path_factory):
     return write_pendulum_csv(folder / "pendulum.csv", steps=1200, hold=20)
 
 
-def config_for(path, **model):
+def config_for(path, type="pinode", **model):
     return validate(
         {
             "name": "test",
             "dtype": "float64",
             "system": {"name": "pendulum"},
-            "model": {"width": 8, **model},
+            "model": model_section(type, **model),
             "data": {
                 "train": [path],
                 "test": [path],
@@ -243,10 +243,8 @@ def test_system_identification_recovers_a_length(tmp_path):
         [t, np.asarray(qs)[:, 0], np.asarray(qds)[:, 0], np.append(u[:, 0], 0.0)]
     )
     np.savetxt(path, data, delimiter=",", header="t,theta,theta_dot,torque", comments="")
-    config = config_for(str(path), type="known", learn_parameters=["com"])
-    config = config.replace(
-        model={"type": "pure_ode"}, training={"epochs": 60, "learning_rate": 2e-2, "horizon": 5}
-    )
+    config = config_for(str(path), type="pure_ode", learn_parameters=["com"])
+    config = config.replace(training={"epochs": 60, "learning_rate": 2e-2, "horizon": 5})
     result = train(config, str(tmp_path / "run"), progress=False)
     np.testing.assert_allclose(result.model.known_system.com, 1.3, rtol=2e-3)
 

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import yaml
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
 import lagnet
 from lagnet.config import ConfigError, build_system, load_config
@@ -51,12 +51,12 @@ def folder(tmp_path_factory):
     return folder
 
 
-def write_config(folder, system, **model):
+def write_config(folder, system, type="pinode", **model):
     config = {
         "name": "user",
         "dtype": "float64",
         "system": system,
-        "model": {"type": "pinode", "width": 8, **model},
+        "model": model_section(type, **model),
         "data": {"train": "pendulum.csv", "test": "pendulum.csv", "mapping": PENDULUM_MAPPING},
         "training": {"epochs": 1, "batch_size": 32, "horizon": 2},
     }

@@ -4,7 +4,8 @@ A page holds a marker comment, replaced by the generated Markdown:
 
 - `<!-- lagnet:config-reference -->`: every config key from the typed schema (`lagnet.config.schema`): its
   default, the YAML types it accepts and its meaning, one table per section;
-- `<!-- lagnet:cli-reference -->`: every `lagnet` subcommand's help, from `lagnet.cli.build_parser`.
+- `<!-- lagnet:cli-reference -->`: every `lagnet` subcommand's help, from `lagnet.cli.build_parser`;
+- `<!-- lagnet:longest-functions -->`: the ten longest functions in lagnet/ (`tools/longest_functions.py`).
 
 The figures the experiments write (`experiments/out/*.png`) are served beside the results pages, which include
 the experiments' Markdown as written (with links relative to `experiments/out/`).
@@ -18,6 +19,7 @@ import yaml
 
 CONFIG_MARKER = "<!-- lagnet:config-reference -->"
 CLI_MARKER = "<!-- lagnet:cli-reference -->"
+LONGEST_MARKER = "<!-- lagnet:longest-functions -->"
 ROOT = Path(__file__).resolve().parents[2]
 FIGURES = ROOT / "experiments" / "out"
 
@@ -54,34 +56,50 @@ def _accepts(meta) -> str:
     return ", ".join(names)
 
 
-def config_reference(cls=None, prefix: str = "") -> str:
-    """One table per section of the config: key, default, accepted YAML types, meaning."""
+def config_reference(cls=None, prefix: str = "", readers=None) -> str:
+    """One table per section of the config: key, default, accepted YAML types, meaning.
+
+    The model section is a tagged union on `model.type`: its table has a column for the model types that read
+    each key (`readers(name)`), and its subsections name theirs."""
     from lagnet.config import schema
 
     cls = cls or schema.Config
+    union = cls is schema.ModelConfig
+    fields = schema.model_fields() if union else {f.name: f for f in dataclasses.fields(cls)}
+    readers = schema.model_types_reading if union else readers
     rows, sections = [], []
-    for field in dataclasses.fields(cls):
-        key = f"{prefix}{field.name}"
+    for name, field in fields.items():
+        key = f"{prefix}{name}"
+        types = "" if readers is None else f"{', '.join(readers(name))} | "
         if dataclasses.is_dataclass(field.type):
-            sections.append(config_reference(field.type, key + "."))
+            note = "" if readers is None else f"Read by model types {', '.join(readers(name))}.\n\n"
+            sections.append(note + config_reference(field.type, key + "."))
             continue
         meta = field.metadata
         default = _yaml_value(field.default_factory())
         rows.append(
-            f"| `{key}` | `{_cell(default)}` | {_cell(_accepts(meta))} | {_cell(meta['doc'])} |"
+            f"| `{key}` | `{_cell(default)}` | {_cell(_accepts(meta))} | {types}{_cell(meta['doc'])} |"
         )
     title = prefix.rstrip(".") or "top level"
     out = []
     if rows:
+        head = f"| key | default | accepts | {'model types | ' if union else ''}meaning |"
         out += [
             f"### `{title}`" if prefix else "### Top level",
             "",
-            "| key | default | accepts | meaning |",
-            "| --- | --- | --- | --- |",
+            *([_UNION_NOTE, ""] if union else []),
+            head,
+            "| " + " | ".join(["---"] * (head.count("|") - 1)) + " |",
             *rows,
             "",
         ]
     return "\n".join(out + sections)
+
+
+_UNION_NOTE = (
+    "The model section depends on `model.type`: each type reads only its own keys (`MODEL_SECTIONS` in "
+    "`lagnet/config/schema.py`), and a key of another type is an error naming the types that read it."
+)
 
 
 def _subcommands(parser: argparse.ArgumentParser):
@@ -116,12 +134,23 @@ def _help_width() -> None:
     os.environ["COLUMNS"] = "100"
 
 
+def longest_functions(count: int = 10) -> str:
+    """The `count` longest functions in lagnet/ as a Markdown table (function, file, lines)."""
+    import runpy
+
+    tool = runpy.run_path(str(ROOT / "tools" / "longest_functions.py"))
+    rows = [f"| `{name}` | `{path}` | {lines} |" for lines, name, path in tool["lengths"]()[:count]]
+    return "\n".join(["| function | file | lines |", "| --- | --- | --- |", *rows])
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if CONFIG_MARKER in markdown:
         markdown = markdown.replace(CONFIG_MARKER, config_reference())
     if CLI_MARKER in markdown:
         _help_width()
         markdown = markdown.replace(CLI_MARKER, cli_reference())
+    if LONGEST_MARKER in markdown:
+        markdown = markdown.replace(LONGEST_MARKER, longest_functions())
     return markdown
 
 

@@ -8,7 +8,7 @@ from collections.abc import Hashable
 
 import yaml
 
-from .schema import Config, ConfigError, validate
+from .schema import MODEL_SECTIONS, Config, ConfigError, model_types_reading, validate
 from .sources import is_file, split_source
 
 
@@ -94,6 +94,13 @@ def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"--set {key}: {part!r} is not a section")
     node[parts[-1]] = value
+    if parts == ["model", "type"] and value in MODEL_SECTIONS:
+        # Another model type (`--set model.type=pure_ode` on a PINODE config): the file's keys of the old type
+        # that the new one does not read are dropped; a key of no type stays, to be refused by name.
+        for name in [
+            k for k in node if model_types_reading(k) and value not in model_types_reading(k)
+        ]:
+            del node[name]
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -1,4 +1,5 @@
-"""From the `model` section of a config to a model: one builder per `model.type`.
+"""From the `model` section of a config to a model: one builder per `model.type`, each reading its own section
+(`lagnet.config.schema.MODEL_SECTIONS`).
 
 Each builder takes the validated `Config`, the system, the statistics and a key. With training statistics
 (`stats`: stacked samples q, qd, qdd, u) the feature scales and the friction fit come from the data; without, a
@@ -161,7 +162,7 @@ def build_known(config, system: AbstractSystem, stats, *, key) -> PINODE:
 
 def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
     """Known physics + parametric friction (least squares, the paper's eq. 13), no network."""
-    mc = config.model
+    mc = config.model  # a PureOdeModelConfig: the keys of this type only
     return PINODE(
         system,
         friction=_friction(config, system, stats),
@@ -173,7 +174,7 @@ def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
 
 def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
     """Known physics + friction + a residual network s ⊙ Q_θ on the coordinates `force_on`."""
-    mc = config.model
+    mc = config.model  # a PinodeModelConfig: the keys of this type only
     features = _features(config, system, stats)
     friction = _friction(config, system, stats)
     force_on = (
@@ -221,7 +222,7 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
 
 def build_blackbox(config, system: AbstractSystem, stats, *, key) -> BlackBox:
     """A neural ODE q̈ = s ⊙ f_θ(q, q̇, u) with the PINODE's features and size."""
-    mc = config.model
+    mc = config.model  # a BlackBoxModelConfig: the keys of this type only
     features = _features(config, system, stats)
     scale = output_scale(mc.output_scale, system.n_dof, None if stats is None else stats["qdd"])
     network = _mlp(config, features, system.n_dof, zero=False, key=key)
@@ -230,7 +231,7 @@ def build_blackbox(config, system: AbstractSystem, stats, *, key) -> BlackBox:
 
 def build_potential(config, system: AbstractSystem, stats, *, key) -> LearnedPotential:
     """A learned potential V_θ(q) (+ optional passive dissipation and a learned constant mass matrix)."""
-    mc = config.model
+    mc = config.model  # a PotentialModelConfig: the keys of this type only
     if mc.activation == "relu":
         # V_θ's gradient is the force: a ReLU network makes it piecewise constant, and leapfrog's
         # accuracy and the energy behaviour rest on a smooth potential.

@@ -16,7 +16,7 @@ import yaml
 from ..data.horizons import parse_horizon
 from ..data.mapping import ColumnMapping
 from .errors import ConfigError
-from .registry import INTEGRATORS, MODEL_TYPES, SYSTEMS
+from .registry import INTEGRATORS, SYSTEMS
 from .sources import SOURCED
 
 NUM = (int, float)
@@ -242,30 +242,53 @@ class IdentificationConfig(_Section):
     )
 
 
+def _model_type(default: str):
+    return option(
+        default,
+        (str,),
+        "pinode | pure_ode | blackbox | potential | known: which other model keys apply depends on it",
+        one_of(lambda: MODEL_SECTIONS),
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig(_Section):
-    type: str = option(
-        "pinode", (str,), "pinode | pure_ode | blackbox | potential | known", one_of(MODEL_TYPES)
-    )
+    """The shared base of the `model` sections, a tagged union on `model.type`: one frozen section per type
+    (`MODEL_SECTIONS`), holding only the keys that type reads. The YAML stays flat (`model: {type: pinode,
+    width: 32}`); a key of another type is a `ConfigError` naming the types that read it."""
+
+    type: str = _model_type("pinode")
+
+    # What a section without these keys amounts to, for the code that reads any model's section. Class
+    # attributes, not fields (no annotation): the sections that read a key declare it as a field.
+    input_history = 0  # sees no past inputs
+    zero_init = False  # has no network starting at zero: does not start as its physics
+    start_from = None  # starts from no other run's physics
+    identification = IdentificationConfig(method="none")  # has no physics to identify
+
+    def __post_init__(self):
+        if MODEL_SECTIONS.get(self.type) is not type(self):
+            raise ConfigError(
+                f"model.type {self.type!r} is not the type of {type(self).__name__} "
+                f"(build a model section with `validate` or from MODEL_SECTIONS)"
+            )
+
+    @classmethod
+    def reads(cls, key: str) -> bool:
+        """Whether this section has `key` (the model type reads it)."""
+        return key in {f.name for f in dataclasses.fields(cls)}
+
+
+@dataclasses.dataclass(frozen=True)
+class _NetworkKeys:
+    """The keys of a model with a network: its size, activations and what it sees."""
+
     width: int = option(50, (int,), "hidden units per layer", positive)
     depth: int = option(2, (int,), "number of hidden layers", non_negative)
     activation: str = option(
         "relu", (str,), "hidden activation (relu, tanh, softplus, gelu, silu, elu)"
     )
     final_activation: str = option("tanh", (str,), "output activation (the paper: tanh)")
-    output_scale: int | float | list | str = option(
-        "auto",
-        (int, float, list, str),
-        "the network's output is multiplied by this: a number, one per output, or auto (3 × the spread "
-        "of what the network must learn in the training data: the residual force, or q̈ for a black box)",
-        _output_scale,
-    )
-    zero_init: bool = option(
-        True, (bool,), "start the network's output at zero (the model starts as its physics)"
-    )
-    force_on: list | None = option(
-        None, (list,), "coordinates (names) the residual force acts on; null: all", nullable=True
-    )
     hide_position: list | str = option(
         [],
         (list, str),
@@ -274,29 +297,35 @@ class ModelConfig(_Section):
         "x). Not the default: the rig may depend on them where the known physics does not (end stops)",
         _hide_position,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _OutputKeys:
+    """The keys of a model whose network's output is a force or an acceleration."""
+
+    output_scale: int | float | list | str = option(
+        "auto",
+        (int, float, list, str),
+        "the network's output is multiplied by this: a number, one per output, or auto (3 × the spread "
+        "of what the network must learn in the training data: the residual force, or q̈ for a black box)",
+        _output_scale,
+    )
     input_history: int = option(
         0, (int,), "past inputs the network also sees (actuator lag)", non_negative
     )
-    gate: str = option(
-        "box",
-        (str,),
-        "pinode: box = the residual fades to zero off the box of the training states (the physics alone "
-        "where there was no data: `TrainingRegion`); none = the network acts everywhere",
-        one_of(("box", "none")),
-    )
-    zero_at_rest: bool = option(
-        False,
-        (bool,),
-        "pinode: the residual is Q_θ(q, q̇, u) − Q_θ(q, 0, 0), zero at rest without input, so the known "
-        "physics' equilibria (the upright a controller trims at) stay equilibria of the model",
-    )
-    gate_margin: float = option(
-        0.1,
-        NUM,
-        "pinode, gate box: how far (× the box's width per coordinate) the residual fades",
-        positive,
-    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrictionKeys:
+    """The keys of a model with the known physics' friction."""
+
     friction: FrictionConfig = dataclasses.field(default_factory=FrictionConfig)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PhysicsKeys(_FrictionKeys):
+    """The keys of a model whose physics is fitted: its learned parameters, where it starts, its identification."""
+
     learn_parameters: list | dict = option(
         [],
         (list, dict),
@@ -313,10 +342,83 @@ class ModelConfig(_Section):
         nullable=True,
     )
     identification: IdentificationConfig = dataclasses.field(default_factory=IdentificationConfig)
-    learn_mass: bool = option(False, (bool,), "potential model: learn a constant SPD mass matrix")
-    dissipation: bool = option(
-        False, (bool,), "potential model: add a passive learned Rayleigh dissipation"
+
+
+# The keys' groups are listed last first (dataclasses order fields from the last base on), ModelConfig last.
+@dataclasses.dataclass(frozen=True)
+class PinodeModelConfig(_PhysicsKeys, _OutputKeys, _NetworkKeys, ModelConfig):
+    """`model.type: pinode`: the known physics, friction and a residual network (the paper's model)."""
+
+    type: str = _model_type("pinode")
+
+    zero_init: bool = option(
+        True, (bool,), "start the network's output at zero (the model starts as its physics)"
     )
+    force_on: list | None = option(
+        None, (list,), "coordinates (names) the residual force acts on; null: all", nullable=True
+    )
+    gate: str = option(
+        "box",
+        (str,),
+        "box = the residual fades to zero off the box of the training states (the physics alone where there "
+        "was no data: `TrainingRegion`); none = the network acts everywhere",
+        one_of(("box", "none")),
+    )
+    zero_at_rest: bool = option(
+        False,
+        (bool,),
+        "the residual is Q_θ(q, q̇, u) − Q_θ(q, 0, 0), zero at rest without input, so the known "
+        "physics' equilibria (the upright a controller trims at) stay equilibria of the model",
+    )
+    gate_margin: float = option(
+        0.1,
+        NUM,
+        "gate box: how far (× the box's width per coordinate) the residual fades",
+        positive,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class PureOdeModelConfig(_PhysicsKeys, ModelConfig):
+    """`model.type: pure_ode`: the known physics with fitted parameters and friction, no network."""
+
+    type: str = _model_type("pure_ode")
+    input_history: int = option(
+        0, (int,), "past inputs the model also takes (actuator lag)", non_negative
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class BlackBoxModelConfig(_OutputKeys, _NetworkKeys, ModelConfig):
+    """`model.type: blackbox`: a neural ODE q̈ = s ⊙ f_θ(q, q̇, u), no physics."""
+
+    type: str = _model_type("blackbox")
+
+
+@dataclasses.dataclass(frozen=True)
+class PotentialModelConfig(_NetworkKeys, ModelConfig):
+    """`model.type: potential`: a learned potential V_θ(q) with the known kinetic energy."""
+
+    type: str = _model_type("potential")
+
+    learn_mass: bool = option(False, (bool,), "learn a constant SPD mass matrix")
+    dissipation: bool = option(False, (bool,), "add a passive learned Rayleigh dissipation")
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownModelConfig(_FrictionKeys, ModelConfig):
+    """`model.type: known`: the known system with any given friction; nothing is trained."""
+
+    type: str = _model_type("known")
+
+
+MODEL_SECTIONS: dict[str, type[ModelConfig]] = {
+    "pinode": PinodeModelConfig,
+    "pure_ode": PureOdeModelConfig,
+    "blackbox": BlackBoxModelConfig,
+    "potential": PotentialModelConfig,
+    "known": KnownModelConfig,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -551,7 +653,7 @@ class Config(_Section):
         _devices,
     )
     system: SystemConfig = dataclasses.field(default_factory=SystemConfig)
-    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    model: ModelConfig = dataclasses.field(default_factory=PinodeModelConfig)
     integrator: IntegratorConfig = dataclasses.field(default_factory=IntegratorConfig)
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
@@ -560,8 +662,19 @@ class Config(_Section):
     def replace(self, changes: Mapping | None = None, /, **sections) -> "Config":
         """A new config with nested `changes` merged in and validated again, e.g.
         `config.replace(training={"epochs": 3})`."""
-        merged = _merge(self.to_dict(), {**(changes or {}), **sections})
-        return validate(merged)
+        changes = {**(changes or {}), **sections}
+        base = self.to_dict()
+        kind = (
+            changes.get("model", {}).get("type")
+            if isinstance(changes.get("model"), Mapping)
+            else None
+        )
+        if kind in MODEL_SECTIONS and kind != self.model.type:
+            # Another model type keeps only the keys it also reads.
+            base["model"] = {
+                k: v for k, v in base["model"].items() if MODEL_SECTIONS[kind].reads(k)
+            }
+        return validate(_merge(base, changes))
 
 
 def _merge(base: dict, changes: Mapping) -> dict:
@@ -611,6 +724,9 @@ def _build(cls, user: Any, path: str, where: str):
                 f"{where}unknown key {key_path!r}{hint} (expected one of {sorted(fields)})"
             )
         field = fields[key]
+        if field.type is ModelConfig:
+            values[key] = _build_model({} if value is None else value, key_path, where)
+            continue
         if _is_section(field):
             values[key] = _build(field.type, {} if value is None else value, key_path, where)
             continue
@@ -642,6 +758,37 @@ def _build(cls, user: Any, path: str, where: str):
                 raise ConfigError(f"{where}{key_path} {msg}, got {value!r}")
         values[key] = float(value) if meta["types"] == NUM else copy.deepcopy(value)
     return cls(**values)
+
+
+def _build_model(user: Any, path: str, where: str) -> ModelConfig:
+    """The section of the model type `user` names (default pinode); a key of another type names its types."""
+    kind = user.get("type", "pinode") if isinstance(user, Mapping) else "pinode"
+    if not isinstance(kind, str) or kind not in MODEL_SECTIONS:
+        return _build(PinodeModelConfig, {"type": kind}, path, where)  # raises, naming the types
+    cls = MODEL_SECTIONS[kind]
+    if isinstance(user, Mapping):
+        for key in user:
+            readers = model_types_reading(key)
+            if readers and kind not in readers:
+                raise ConfigError(
+                    f"{where}{path}.{key}: read only by model types {', '.join(readers)}; "
+                    f"this model is {kind!r}"
+                )
+    return _build(cls, user, path, where)
+
+
+def model_types_reading(key: object) -> tuple[str, ...]:
+    """The model types whose section has `key`, e.g. ("pinode", "blackbox", "potential") for "width"."""
+    return tuple(kind for kind, cls in MODEL_SECTIONS.items() if cls.reads(key))
+
+
+def model_fields() -> dict[str, dataclasses.Field]:
+    """Every key of any model section, once (in the order of MODEL_SECTIONS and their fields)."""
+    out = {}
+    for cls in MODEL_SECTIONS.values():
+        for field in dataclasses.fields(cls):
+            out.setdefault(field.name, field)
+    return out
 
 
 def _is_number(text: str) -> bool:
@@ -712,9 +859,18 @@ def _check_consistency(config: Config, where: str) -> Config:
 
 
 def describe(cls=Config, indent: str = "") -> str:
-    """Every key with its default and meaning, as YAML that is itself a valid config (a template)."""
+    """Every key with its default and meaning, as YAML that is itself a valid config (a template).
+
+    The model section is the default type's (pinode); a comment lists the keys of the others."""
     lines = []
     for name, field in _sections(cls).items():
+        if field.type is ModelConfig:
+            lines.append(f"{indent}{name}:")
+            lines.append(describe(PinodeModelConfig, indent + "  "))
+            for kind, section in MODEL_SECTIONS.items():
+                keys = ", ".join(f.name for f in dataclasses.fields(section) if f.name != "type")
+                lines.append(f"{indent}  # type {kind} reads: {keys or 'type only'}")
+            continue
         if _is_section(field):
             lines.append(f"{indent}{name}:")
             lines.append(describe(field.type, indent + "  "))
@@ -731,8 +887,9 @@ def dump(config: Config) -> str:
 
 
 def key_paths(cls=Config, prefix: tuple[str, ...] = ()):
-    """Every key of the config as a path tuple, e.g. ("training", "epochs")."""
-    for name, field in _sections(cls).items():
+    """Every key of the config as a path tuple, e.g. ("training", "epochs"); the model's keys of every type."""
+    fields = model_fields() if cls is ModelConfig else _sections(cls)
+    for name, field in fields.items():
         if _is_section(field):
             yield from key_paths(field.type, (*prefix, name))
         else:

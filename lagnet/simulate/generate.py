@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data.npz import write_npz
 from ..systems.base import AbstractDynamics
-from .rigs import cartpole, cartpole_control, pendulum, potential
+from .rigs import AbstractRig, cartpole, cartpole_control, pendulum, potential
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,4 +181,4 @@ def true_plant(meta: dict[str, Any]) -> AbstractDynamics | None:
     None for measured data, an unknown generator, or a generator without a plant (the exact potential pairs).
     """
     rig = rig_from_meta(meta)
-    return rig.plant() if hasattr(rig, "plant") else None
+    return rig.plant() if isinstance(rig, AbstractRig) else None

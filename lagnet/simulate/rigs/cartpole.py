@@ -17,7 +17,6 @@ Coulomb cart friction and viscous pole friction does not capture:
 Integrated with RK4 at 1 ms (20 sub-steps per 50 Hz sample), in float64.
 """
 
-import dataclasses
 from typing import ClassVar
 
 import jax.numpy as jnp
@@ -25,10 +24,11 @@ import numpy as np
 
 from ...systems import CartPole
 from ..actuator import Actuator
-from ..forces import EndStops, StribeckFriction
 from ..plant import Plant
 from ..sensors import OpticalEncoder, UltrasonicSensor, backward_velocity
-from .common import metadata, ou_noise, recording_rng, simulate_rig, smoothstep, true_columns
+from .base import AbstractRig
+from .common import metadata, ou_noise, recording_rng, smoothstep, true_columns
+from .forces import EndStops, StribeckFriction
 
 COLUMNS = {
     "t": "time of the sample",
@@ -47,13 +47,10 @@ MAPPING = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class CartPoleRig:
-    """Every parameter of the simulated cart-pole rig (SI units). Defaults: Table 2 plus the unmodelled parts."""
-
-    # The name its recordings carry in `meta["generator"]`: the class path when the shipped files were written
-    # (the rigs lived in `lagnet.data.rigs`). Kept, so that regenerating reproduces data/sim bit for bit.
-    GENERATOR: ClassVar[str] = "lagnet.data.rigs.cartpole.CartPoleRig"
+class AbstractCartPoleRig(AbstractRig):
+    """What the simulated cart-poles share: every parameter of the rig (SI units; defaults: Table 2 plus the
+    unmodelled parts), its plant, actuator and sensors. The hand (`schedule`, `policy`) is each rig's own: a
+    person's (`CartPoleRig`) or feedback controllers' (`CartPoleControlRig`)."""
 
     # Table 2 (the known model).
     cart_mass: float = 0.466
@@ -140,46 +137,9 @@ class CartPoleRig:
     def actuator(self) -> Actuator:
         return Actuator(self.delay, self.time_constant, self.force_limit)
 
-    def schedule(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """The hand's plan per sample: a target path (x_ref, v_ref), a swing gain and a tremor force."""
-        dt = self.dt
-        x_ref, v_ref, swing = np.zeros(n), np.zeros(n), np.zeros(n)
-        i, x = 0, 0.0
-        while i < n:
-            if rng.random() < self.swing_prob:
-                # Shake the pole: hold near the middle, pump energy for a while.
-                length = int(rng.uniform(*self.swing_time) / dt)
-                target = rng.uniform(-self.swing_center, self.swing_center)
-                gain = rng.uniform(*self.swing_gain) * rng.choice([1.0, 1.0, 1.0, -0.5])
-                s = smoothstep(np.arange(length) / max(int(0.3 / dt), 1))
-                swing[i : i + length] = gain
-            else:
-                length = int(rng.uniform(*self.move_time) / dt)
-                target = rng.uniform(-self.target_range, self.target_range)
-                s = smoothstep(np.arange(length) / length)
-            path = x + (target - x) * s
-            stop = min(i + length, n)
-            x_ref[i:stop] = path[: stop - i]
-            v_ref[i:stop] = np.gradient(path, dt)[: stop - i] if length > 1 else 0.0
-            i, x = stop, target
-            dwell = int(rng.uniform(*self.dwell_time) / dt)
-            x_ref[i : i + dwell] = x
-            i += dwell
-        tremor = ou_noise(rng, n, dt, self.hand_noise, self.hand_noise_time)
-        return {"x_ref": x_ref, "v_ref": v_ref, "swing": swing, "tremor": tremor}
-
-    def policy(self, q, qd, s):
-        """The hand's command: track the target, pump (or damp) the pole's swing, tremble."""
-        track = self.kp * (s["x_ref"] - q[0]) + self.kd * (s["v_ref"] - qd[0])
-        # Cart acceleration ẍ feeds the pole −a cos φ ẍ: pushing against φ̇ cos φ adds energy.
-        pump = -s["swing"] * jnp.tanh(qd[1] * jnp.cos(q[1]) / 0.5)
-        return jnp.reshape(track + pump + s["tremor"], (1,))
-
-    def simulate(self, duration: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """The true (noise-free) run: t, q, qd, u_cmd, u_applied at every sample (duration / dt + 1 of them)."""
-        return simulate_rig(
-            self, duration, rng, lambda rng: np.array([rng.uniform(-0.05, 0.05), 0.0])
-        )
+    def initial_position(self, rng: np.random.Generator) -> np.ndarray:
+        """The cart within 5 cm of the middle, the pole hanging."""
+        return np.array([rng.uniform(-0.05, 0.05), 0.0])
 
     def record(
         self, duration: float, *, seed: int, recording: str = "train", truth: bool = False
@@ -237,3 +197,46 @@ class CartPoleRig:
             system="CartPole",
             system_params={k: getattr(self, k) for k in names},
         )
+
+
+class CartPoleRig(AbstractCartPoleRig):
+    """The simulated cart-pole rig driven by a person's hand: the paper's kind of recording."""
+
+    # The name its recordings carry in `meta["generator"]`: the class path when the shipped files were written
+    # (the rigs lived in `lagnet.data.rigs`). Kept, so that regenerating reproduces data/sim bit for bit.
+    GENERATOR: ClassVar[str] = "lagnet.data.rigs.cartpole.CartPoleRig"
+
+    def schedule(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """The hand's plan per sample: a target path (x_ref, v_ref), a swing gain and a tremor force."""
+        dt = self.dt
+        x_ref, v_ref, swing = np.zeros(n), np.zeros(n), np.zeros(n)
+        i, x = 0, 0.0
+        while i < n:
+            if rng.random() < self.swing_prob:
+                # Shake the pole: hold near the middle, pump energy for a while.
+                length = int(rng.uniform(*self.swing_time) / dt)
+                target = rng.uniform(-self.swing_center, self.swing_center)
+                gain = rng.uniform(*self.swing_gain) * rng.choice([1.0, 1.0, 1.0, -0.5])
+                s = smoothstep(np.arange(length) / max(int(0.3 / dt), 1))
+                swing[i : i + length] = gain
+            else:
+                length = int(rng.uniform(*self.move_time) / dt)
+                target = rng.uniform(-self.target_range, self.target_range)
+                s = smoothstep(np.arange(length) / length)
+            path = x + (target - x) * s
+            stop = min(i + length, n)
+            x_ref[i:stop] = path[: stop - i]
+            v_ref[i:stop] = np.gradient(path, dt)[: stop - i] if length > 1 else 0.0
+            i, x = stop, target
+            dwell = int(rng.uniform(*self.dwell_time) / dt)
+            x_ref[i : i + dwell] = x
+            i += dwell
+        tremor = ou_noise(rng, n, dt, self.hand_noise, self.hand_noise_time)
+        return {"x_ref": x_ref, "v_ref": v_ref, "swing": swing, "tremor": tremor}
+
+    def policy(self, q, qd, s):
+        """The hand's command: track the target, pump (or damp) the pole's swing, tremble."""
+        track = self.kp * (s["x_ref"] - q[0]) + self.kd * (s["v_ref"] - qd[0])
+        # Cart acceleration ẍ feeds the pole −a cos φ ẍ: pushing against φ̇ cos φ adds energy.
+        pump = -s["swing"] * jnp.tanh(qd[1] * jnp.cos(q[1]) / 0.5)
+        return jnp.reshape(track + pump + s["tremor"], (1,))

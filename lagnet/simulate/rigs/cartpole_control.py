@@ -1,6 +1,7 @@
 """The cart-pole rig recorded for control: swing-up and balance under feedback, and identification inputs.
 
-The same rig as `CartPoleRig` (plant, actuator, sensors), driven not by a hand but by a schedule of segments:
+The same rig as `CartPoleRig` (plant, actuator, sensors: `AbstractCartPoleRig`), driven not by a hand but by a
+schedule of segments:
 
 - feedback: an energy-pumping swing-up (u = −k_E (Ē* − Ē) tanh(φ̇ cos φ / ω₀) plus a weak centring of the cart)
   that hands over to an LQR near upright, u = −K (x − x_ref, φ − π, ẋ, φ̇); each segment draws its own
@@ -14,7 +15,6 @@ The same rig as `CartPoleRig` (plant, actuator, sensors), driven not by a hand b
 Ē = E / (g a) is the pole's energy about its pivot, E = ½ J φ̇² − g a cos φ: −1 hanging at rest, +1 upright.
 """
 
-import dataclasses
 from typing import ClassVar
 
 import jax
@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 
 from .. import excitation
-from .cartpole import MAPPING, CartPoleRig
+from .cartpole import MAPPING, AbstractCartPoleRig
 from .common import ou_noise
 
 __all__ = ["MAPPING", "CartPoleControlRig"]
@@ -46,9 +46,8 @@ def _upright_linearisation(system, dt: float) -> tuple[np.ndarray, np.ndarray]:
     return phi[:4, :4], phi[:4, 4:]
 
 
-@dataclasses.dataclass(frozen=True)
-class CartPoleControlRig(CartPoleRig):
-    """`CartPoleRig` driven by feedback controllers and identification inputs (see the module docstring)."""
+class CartPoleControlRig(AbstractCartPoleRig):
+    """The cart-pole rig driven by feedback controllers and identification inputs (see the module docstring)."""
 
     GENERATOR: ClassVar[str] = "lagnet.simulate.rigs.cartpole_control.CartPoleControlRig"
 

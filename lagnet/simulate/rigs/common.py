@@ -42,8 +42,9 @@ def simulate_rig(
 ) -> dict[str, np.ndarray]:
     """The true (noise-free) run of a rig for `duration` s: `closed_loop` on its plant, actuator and hand.
 
-    `rig` gives `dt`, `substeps`, `schedule(n, rng)`, `policy(q, q̇, s)`, `plant()` and `actuator()`; the run
-    starts at rest at q0 = initial_position(rng), drawn after the schedule (the order fixes the recordings' bits).
+    `rig` (an `AbstractRig`) gives `dt`, `substeps`, `schedule(n, rng)`, `policy(q, q̇, s)`, `plant()` and
+    `actuator()`; the run starts at rest at q0 = initial_position(rng), drawn after the schedule (the order fixes
+    the recordings' bits).
 
     Returns (numpy, float64) at the N = duration / dt + 1 samples t_n = n dt:
         t (N,), q (N, n), qd (N, n): the true state; u_cmd (N, m): the hand's commands;

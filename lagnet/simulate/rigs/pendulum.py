@@ -7,7 +7,6 @@ encoder read out wrapped to [−π, π). The excitation alternates random target
 energy pumping (and braking) bursts and a random tremor torque, so the pendulum swings and sometimes turns over.
 """
 
-import dataclasses
 from typing import ClassVar
 
 import jax.numpy as jnp
@@ -16,10 +15,11 @@ import numpy as np
 from ...data.angles import wrap
 from ...systems import Pendulum
 from ..actuator import Actuator
-from ..forces import Cogging, ConstantForce, StribeckFriction
 from ..plant import Plant
 from ..sensors import OpticalEncoder, backward_velocity
-from .common import metadata, ou_noise, recording_rng, simulate_rig, true_columns
+from .base import AbstractRig
+from .common import metadata, ou_noise, recording_rng, true_columns
+from .forces import Cogging, ConstantForce, StribeckFriction
 
 COLUMNS = {
     "t": "time of the sample",
@@ -31,8 +31,7 @@ UNITS = {"t": "s", "theta": "rad", "theta_dot": "rad/s", "torque": "N*m"}
 MAPPING = {"time": "t", "positions": ["theta"], "velocities": ["theta_dot"], "inputs": ["torque"]}
 
 
-@dataclasses.dataclass(frozen=True)
-class PendulumRig:
+class PendulumRig(AbstractRig):
     """Every parameter of the simulated pendulum rig (SI units)."""
 
     # Its recordings' `meta["generator"]`, the class path when data/sim was written (see `CartPoleRig`).
@@ -107,8 +106,8 @@ class PendulumRig:
         u = jnp.clip(pd + pump + s["tremor"], -self.torque_limit, self.torque_limit)
         return jnp.reshape(u, (1,))
 
-    def simulate(self, duration: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return simulate_rig(self, duration, rng, lambda rng: np.array([rng.uniform(-0.2, 0.2)]))
+    def initial_position(self, rng: np.random.Generator) -> np.ndarray:
+        return np.array([rng.uniform(-0.2, 0.2)])
 
     def record(
         self, duration: float, *, seed: int, recording: str = "train", truth: bool = False

@@ -1,6 +1,6 @@
 """Non-conservative forces of a real rig that a Lagrangian model with Coulomb + viscous friction leaves out.
 
-Each force is an `eqx.Module` called as `force(q, qd) -> Q`, a generalised force on all n coordinates. The
+Each force is an `AbstractRigForce` called as `force(q, qd) -> Q`, a generalised force on all n coordinates. The
 switching terms use tanh(v / v_ε) instead of sign(v): steep, but resolved by the rig's sub-step, so RK4 stays
 accurate (the force's slope F / v_ε over the mass must keep h · slope / m well inside RK4's stability region).
 """
@@ -9,15 +9,16 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import Q, QDot
-from ..systems._params import as_param, check_positive
+from ..._types import Q, QDot
+from ...systems._params import as_param, check_positive
+from .base import AbstractRigForce
 
 
 def _unit(n: int, i: int, value):
     return jnp.zeros(n, jnp.result_type(value)).at[i].set(value)
 
 
-class StribeckFriction(eqx.Module):
+class StribeckFriction(AbstractRigForce):
     """Friction on coordinate `index`, direction dependent, with a Stribeck peak at low speed:
 
         F(v) = −[F_c(v) + (F_s − F_c⁻⁺) e^{−(v/v_s)²}] tanh(v / v_ε) − b v,
@@ -73,7 +74,7 @@ class StribeckFriction(eqx.Module):
         return _unit(qd.shape[0], self.index, -self.magnitude(qd[self.index]))
 
 
-class EndStops(eqx.Module):
+class EndStops(AbstractRigForce):
     """Rubber bumpers at the ends of a rail: a spring-damper acting only beyond |q_i| > limit,
 
     F = −k (|q_i| − limit)₊ sign(q_i) − c (|q_i| − limit)₊ / δ · q̇_i,   (damping fades in over δ = 1 mm).
@@ -97,7 +98,7 @@ class EndStops(eqx.Module):
         return _unit(qd.shape[0], self.index, f)
 
 
-class Cogging(eqx.Module):
+class Cogging(AbstractRigForce):
     """A motor's cogging torque on coordinate `index`: −A sin(p q_i + ψ) (p cogs per revolution)."""
 
     index: int = eqx.field(static=True)
@@ -116,7 +117,7 @@ class Cogging(eqx.Module):
         return _unit(qd.shape[0], self.index, f)
 
 
-class ConstantForce(eqx.Module):
+class ConstantForce(AbstractRigForce):
     """A constant generalised force on coordinate `index` (a torque offset of a motor's current sensor)."""
 
     index: int = eqx.field(static=True)

@@ -1,0 +1,155 @@
+"""The model section of a config as a tagged union on `model.type`: each type's own keys, and errors for others."""
+
+import dataclasses
+
+import pytest
+import yaml
+from helpers import model_section
+
+from lagnet.config import (
+    MODEL_SECTIONS,
+    MODEL_TYPES,
+    ConfigError,
+    KnownModelConfig,
+    ModelConfig,
+    PinodeModelConfig,
+    PotentialModelConfig,
+    PureOdeModelConfig,
+    apply_override,
+    describe,
+    key_paths,
+    model_types_reading,
+    validate,
+)
+
+
+def test_every_model_type_has_its_own_frozen_section():
+    assert tuple(MODEL_SECTIONS) == MODEL_TYPES  # one section per buildable type
+    for kind, cls in MODEL_SECTIONS.items():
+        assert issubclass(cls, ModelConfig) and cls.__dataclass_params__.frozen
+        section = validate({"model": {"type": kind}}).model
+        assert type(section) is cls and section.type == kind
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            section.type = "pinode"
+
+
+def test_each_type_reads_only_its_keys():
+    names = {
+        kind: {f.name for f in dataclasses.fields(cls)} for kind, cls in MODEL_SECTIONS.items()
+    }
+    assert names["known"] == {"type", "friction"}
+    assert {"width", "gate", "zero_init", "identification", "start_from"} <= names["pinode"]
+    assert "width" not in names["pure_ode"] and "learn_parameters" in names["pure_ode"]
+    assert {"learn_mass", "dissipation"} <= names["potential"] and "friction" not in names[
+        "potential"
+    ]
+    assert "friction" not in names["blackbox"] and "output_scale" in names["blackbox"]
+    assert model_types_reading("width") == ("pinode", "blackbox", "potential")
+    assert model_types_reading("no_such_key") == ()
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (
+            {"type": "known", "width": 8},
+            r"^model\.width: read only by model types pinode, blackbox, potential; this model is 'known'$",
+        ),
+        (
+            {"type": "pinode", "learn_mass": True},
+            r"^model\.learn_mass: read only by model types potential; this model is 'pinode'$",
+        ),
+        (
+            {"learn_mass": True},  # the default type is pinode
+            r"^model\.learn_mass: read only by model types potential; this model is 'pinode'$",
+        ),
+        (
+            {"type": "blackbox", "friction": {"viscous": ["theta"]}},
+            r"^model\.friction: read only by model types pinode, pure_ode, known; this model is 'blackbox'$",
+        ),
+        (
+            {"type": "potential", "input_history": 2},
+            r"^model\.input_history: read only by model types pinode, pure_ode, blackbox; "
+            r"this model is 'potential'$",
+        ),
+        ({"type": "pure_ode", "widht": 8}, r"unknown key 'model\.widht'"),
+        ({"type": "neural"}, r"model\.type must be one of \['pinode', 'pure_ode'"),
+        ({"type": 3}, r"model\.type must be a string"),
+    ],
+)
+def test_a_key_of_another_type_names_the_types_that_read_it(model, message):
+    with pytest.raises(ConfigError, match=message):
+        validate({"model": model})
+
+
+def test_the_error_names_the_config_file():
+    with pytest.raises(
+        ConfigError, match=r"^cfg\.yaml: model\.gate: read only by model types pinode;"
+    ):
+        validate({"model": {"type": "pure_ode", "gate": "none"}}, source="cfg.yaml")
+
+
+def test_sections_round_trip_through_config_yaml():
+    for kind in MODEL_SECTIONS:
+        config = validate({"model": model_section(kind)})
+        saved = yaml.safe_load(yaml.safe_dump(config.to_dict()))
+        assert set(saved["model"]) == {f.name for f in dataclasses.fields(MODEL_SECTIONS[kind])}
+        assert validate(saved) == config
+
+
+def test_code_reading_any_section_gets_what_a_type_without_the_key_amounts_to():
+    known = validate({"model": {"type": "known"}}).model
+    assert isinstance(known, KnownModelConfig)
+    assert known.input_history == 0 and known.start_from is None and known.zero_init is False
+    assert known.identification.method == "none"
+    assert not KnownModelConfig.reads("input_history") and PureOdeModelConfig.reads("input_history")
+    assert validate({"model": {"type": "pinode"}}).model.zero_init is True
+
+
+def test_a_section_cannot_carry_another_type():
+    with pytest.raises(
+        ConfigError, match=r"model\.type 'known' is not the type of PinodeModelConfig"
+    ):
+        PinodeModelConfig(type="known")
+    with pytest.raises(ConfigError, match="is not the type of ModelConfig"):
+        ModelConfig()
+
+
+def test_replace_with_another_type_keeps_the_keys_it_reads():
+    config = validate(
+        {"model": {"width": 12, "friction": {"viscous": ["theta"]}, "input_history": 1}}
+    )
+    pure = config.replace(model={"type": "pure_ode"})
+    assert isinstance(pure.model, PureOdeModelConfig)
+    assert pure.model.friction.viscous == ["theta"] and pure.model.input_history == 1
+    potential = config.replace(model={"type": "potential", "dissipation": True})
+    assert isinstance(potential.model, PotentialModelConfig)
+    assert potential.model.width == 12 and potential.model.dissipation
+    with pytest.raises(ConfigError, match=r"model\.width: read only by"):
+        config.replace(model={"type": "known", "width": 3})
+
+
+def test_set_model_type_drops_the_keys_of_the_old_type():
+    user = {
+        "model": {"type": "pinode", "width": 8, "gate": "none", "friction": {"coulomb": ["theta"]}}
+    }
+    apply_override(user, "model.type=pure_ode")
+    assert user["model"] == {"type": "pure_ode", "friction": {"coulomb": ["theta"]}}
+    assert isinstance(validate(user).model, PureOdeModelConfig)
+    typo = {"model": {"widht": 8}}
+    apply_override(typo, "model.type=known")
+    with pytest.raises(ConfigError, match=r"unknown key 'model\.widht'"):  # a typo is not dropped
+        validate(typo)
+
+
+def test_template_and_key_paths_cover_every_type():
+    text = describe()
+    assert validate(yaml.safe_load(text)) == validate({})
+    for kind in MODEL_SECTIONS:
+        assert f"# type {kind} reads: " in text
+    paths = set(key_paths())
+    for cls in MODEL_SECTIONS.values():
+        for field in dataclasses.fields(cls):
+            if field.name not in ("friction", "identification"):
+                assert ("model", field.name) in paths
+    assert ("model", "learn_mass") in paths and ("model", "friction", "shape") in paths

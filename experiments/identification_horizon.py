@@ -67,7 +67,8 @@ def run_one(horizon: str, seed: int) -> dict:
 
 def table(results: dict, chosen: str) -> str:
     lines = [
-        "| identification horizon | validation MPC by seed | test MPC by seed | LQR by seed | cart viscous, Coulomb (seed 0) |",
+        "| identification horizon | validation MPC by seed | test MPC by seed | LQR by seed "
+        "| cart viscous, Coulomb (seed 0) |",
         "| --- | --- | --- | --- | --- |",
     ]
     for horizon, seeds in results.items():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import PENDULUM_MAPPING, random_cartpole_pinode, write_pendulum_csv
 
-from lagnet.config import validate
+from lagnet.config import ConfigError, validate
 from lagnet.data.trajectory import Trajectory
 from lagnet.data.windows import make_windows
 from lagnet.integrators import RK4
@@ -161,6 +161,21 @@ def test_identification_off_keeps_the_config_values(pendulum_csv, tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["identification"] is None
     assert summary["physics"]["friction"]["coulomb"]["theta"] == 0.0
+
+
+def test_the_identification_horizon_is_the_configs(pendulum_csv, tmp_path):
+    """`model.identification.horizon` sets the identification's window length apart from training's; one-step
+    windows still recover the true friction on data of the model's own family."""
+    config = _config(pendulum_csv, identification={"horizon": 1})
+    train_run(config.replace(training={"epochs": 0}), str(tmp_path / "run"), progress=False)
+    ident = json.loads((tmp_path / "run" / "summary.json").read_text())["identification"]
+    assert ident["horizon"] == 1
+    assert ident["physics"]["friction"]["viscous"]["theta"] == pytest.approx(
+        TRUE["viscous"], rel=0.05
+    )
+    for bad in (0, "long", 2.5, True):
+        with pytest.raises(ConfigError, match="model.identification.horizon"):
+            _config(pendulum_csv, identification={"horizon": bad})
 
 
 def test_lagnet_load_says_when_a_run_ships_its_physics(pendulum_csv, tmp_path):

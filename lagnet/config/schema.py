@@ -216,6 +216,12 @@ class FrictionConfig(_Section):
     )
 
 
+def _identification_horizon(x):
+    if x == "training" or (isinstance(x, int) and not isinstance(x, bool) and x >= 1):
+        return None
+    return "must be training or an integer >= 1"
+
+
 @dataclasses.dataclass(frozen=True)
 class IdentificationConfig(_Section):
     method: str = option(
@@ -233,6 +239,15 @@ class IdentificationConfig(_Section):
         "after identification, training keeps adjusting the physics together with the network (from the "
         "identified values, within the bounds); false: the physics stays exactly as identified and the network "
         "learns only what it cannot explain (benchmarks/distribution_shift.py measures both)",
+    )
+    horizon: int | str = option(
+        "training",
+        (int, str),
+        "steps per window the identification's rollouts run: training = the training's longest horizon; a "
+        "number >= 1. On closed-loop data of an unstable rig, long windows let the feedback's own corrections "
+        "pass for damping (docs/guides/training.md); a short horizon identifies friction from the equation "
+        "error instead",
+        _identification_horizon,
     )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive

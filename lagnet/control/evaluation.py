@@ -281,9 +281,11 @@ def evaluate_mpc(
     *,
     starts: int = 6,
     seconds: float = 5.0,
+    x0s: np.ndarray | None = None,
     **options,
 ):
-    """The swing-up MPC (`SwingUp(dyn, rig, **options)`) on the rig from `swing_up_starts(starts)`; returns a dict
+    """The swing-up MPC (`SwingUp(dyn, rig, **options)`) on the rig from `swing_up_starts(starts)` (or from the
+    states `x0s`, shape (starts, 4)); returns a dict
     (success, starts, median_ms and p99_ms of the warm solves, cost: the mean closed-loop Σ l dt, balance: who
     holds the pole up) and the runs' states."""
     swing = SwingUp(dyn, rig, **options)
@@ -291,7 +293,9 @@ def evaluate_mpc(
     samples = int(round(seconds / rig.dt))
     sampler = rig_sampler(rig)
     runs, times, costs = [], [], []
-    for x0 in swing_up_starts(starts):
+    x0s = swing_up_starts(starts) if x0s is None else np.asarray(x0s)
+    starts = len(x0s)
+    for x0 in x0s:
         swing.compile(x0)
         run = run_controller(
             sampler, swing.controller, swing.memory0, x0, samples=samples, u_limit=swing.u_max

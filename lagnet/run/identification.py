@@ -37,7 +37,8 @@ def identify_physics(
     else:
         if progress:
             print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
-        windows = make_windows(trajs, config.training.longest_horizon, skip_short=True, dtype=dtype)
+        horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
+        windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
         result = identify(
             prior,
             integrator,

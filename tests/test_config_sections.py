@@ -153,3 +153,20 @@ def test_template_and_key_paths_cover_every_type():
             if field.name not in ("friction", "identification"):
                 assert ("model", field.name) in paths
     assert ("model", "learn_mass") in paths and ("model", "friction", "shape") in paths
+
+
+def test_a_run_saved_with_every_model_key_still_loads(tmp_path):
+    """A run folder's config.yaml from before the sections were per type holds every model key: reading the run
+    drops those of other types; the same file given as a config is refused by name."""
+    from lagnet.config import load_config
+    from lagnet.run.load import read_config
+
+    saved = validate({"model": {"type": "pinode", "width": 8}}).to_dict()
+    saved["model"].update(learn_mass=False, dissipation=False)  # keys of the potential type
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    config = read_config(str(tmp_path))
+    assert type(config.model) is PinodeModelConfig and config.model.width == 8
+    with pytest.raises(
+        ConfigError, match="read only by model types potential; this model is .pinode."
+    ):
+        load_config(tmp_path / "config.yaml")

@@ -12,14 +12,20 @@ from .schema import MODEL_SECTIONS, Config, ConfigError, model_types_reading, va
 from .sources import is_file, split_source
 
 
-def load_config(path: str | os.PathLike, overrides: list[str] = ()) -> Config:
+def load_config(
+    path: str | os.PathLike, overrides: list[str] = (), *, saved: bool = False
+) -> Config:
     """Read a YAML config, apply `key.path=value` overrides, validate.
 
     Data paths, a system's source file and `model.start_from` are resolved relative to the config file's folder.
+    `saved`: the file is a run folder's config.yaml, written by lagnet; one written before model sections were
+    per type holds every model key, and those its type does not read are dropped instead of refused.
     """
     path = os.fspath(path)
     user = _read_yaml(path)
     user = {} if user is None else user
+    if saved and isinstance(user, dict) and isinstance(user.get("model"), dict):
+        _drop_other_types(user["model"], user["model"].get("type", "pinode"))
     for item in overrides:
         apply_override(user, item, source=path)
     check_printable(user, source=path)
@@ -94,13 +100,19 @@ def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"--set {key}: {part!r} is not a section")
     node[parts[-1]] = value
-    if parts == ["model", "type"] and value in MODEL_SECTIONS:
+    if parts == ["model", "type"]:
         # Another model type (`--set model.type=pure_ode` on a PINODE config): the file's keys of the old type
-        # that the new one does not read are dropped; a key of no type stays, to be refused by name.
-        for name in [
-            k for k in node if model_types_reading(k) and value not in model_types_reading(k)
-        ]:
-            del node[name]
+        # that the new one does not read are dropped.
+        _drop_other_types(node, value)
+
+
+def _drop_other_types(model: dict, kind: object) -> None:
+    """Remove from a model mapping the keys of other types than `kind` (a key of no type stays, to be refused
+    by name; an unknown `kind` is left for validation to refuse)."""
+    if kind not in MODEL_SECTIONS:
+        return
+    for name in [k for k in model if model_types_reading(k) and kind not in model_types_reading(k)]:
+        del model[name]
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

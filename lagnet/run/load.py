@@ -52,7 +52,7 @@ def read_config(run_dir: str) -> Config:
     path = os.path.join(run_dir, CONFIG_FILE)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{run_dir}: not a run directory (no {CONFIG_FILE})")
-    return load_config(path)
+    return load_config(path, saved=True)
 
 
 def model_skeleton(config: Config, dtype) -> AbstractModel:

@@ -396,3 +396,55 @@ def test_a_bad_resample_names_mapping_resample(tmp_path):
         mapping = {**PENDULUM_MAPPING, "resample": step}
         with pytest.raises(ValueError, match=rf"mapping.resample = {step:g} s .*{match}"):
             load_trajectories(path, mapping, system=Pendulum())
+
+
+def test_a_module_source_is_recorded_and_a_changed_module_refused(tmp_path, monkeypatch):
+    """A module source stays in its package (not copied into the run): run.json records its file's SHA-256,
+    and loading the run after the module's file changed, or with config.yaml naming another module, is
+    refused with the module and its file named."""
+    package = tmp_path / "lagnet_hashed_rigs"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    module = package / "rigs.py"
+    module.write_text(
+        "from lagnet.systems import Pendulum\n\ndef build():\n    return Pendulum()\n"
+    )
+    (package / "other.py").write_text(module.read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("LAGNET_TRUSTED_PACKAGES", "lagnet_hashed_rigs")
+    write_pendulum_csv(tmp_path / "pendulum.csv", steps=100, hold=20)
+    config = {
+        "name": "module",
+        "dtype": "float64",
+        "system": {"name": "python", "source": "lagnet_hashed_rigs.rigs:build"},
+        "model": {"type": "known"},
+        "data": {"train": "pendulum.csv", "mapping": PENDULUM_MAPPING},
+        "training": {"epochs": 0, "batch_size": 8, "horizon": 1, "validation_horizon": 1},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    run = str(tmp_path / "run")
+    train_run(load_config(tmp_path / "config.yaml"), run, progress=False, trust_code=True)
+    digest = hashlib.sha256(module.read_bytes()).hexdigest()
+    assert RunSpec.read(run).sources == {"module:lagnet_hashed_rigs.rigs": digest}
+    assert not os.path.exists(os.path.join(run, "system"))
+    assert lagnet.load(run, trust_code=True).model.known_system == Pendulum()
+
+    other = copy_run(run, tmp_path / "b")
+    edit_config(other, source="lagnet_hashed_rigs.other:build")
+    with pytest.raises(
+        ValueError, match="names the module 'lagnet_hashed_rigs.other' .* not record"
+    ):
+        lagnet.load(other, trust_code=True)
+
+    module.write_text(module.read_text() + "\n# an edit after training\n")
+    with pytest.raises(
+        ValueError,
+        match=rf"module 'lagnet_hashed_rigs.rigs' \({module}\) changed since training",
+    ):
+        lagnet.load(run, trust_code=True)
+    assert main(["evaluate", run, "--trust-code"]) == 2
+    module.unlink()
+    with pytest.raises(
+        ValueError, match=r"'lagnet_hashed_rigs.rigs' \(not found on sys.path\) is missing"
+    ):
+        lagnet.load(run, trust_code=True)

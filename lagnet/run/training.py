@@ -44,7 +44,7 @@ from .identification import identify_physics, save_identified
 from .load import as_dtype, check_precision
 from .lock import locks_run_dir
 from .recordings import measured_step, sample_statistics
-from .spec import RunSpec
+from .spec import RunSpec, module_digest
 from .training_data import load_training_data
 from .validation import outlier_segments, segment_errors
 
@@ -151,7 +151,9 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         resume=resume,
         progress=progress and main,
     )
-    spec = RunSpec(dt, config.dtype, config.model.input_history, __version__)
+    spec = RunSpec(
+        dt, config.dtype, config.model.input_history, __version__, sources=module_digest(config)
+    )
     windows = _horizons(train_trajs, tc, dtype)
     steps_per_epoch = max(len(windows(0)) // tc.batch_size, 1)
     optimizer = make_optimizer(config, steps_per_epoch)

@@ -131,6 +131,11 @@ def test_float32_storage_is_the_float64_trajectory_rounded(tmp_path, monkeypatch
             else:
                 np.testing.assert_array_max_ulp(y, x.astype(np.float32), maxulp=1)
         assert np.ptp(b.q[:, 1]) > 8 * np.pi  # unwrapped: the pole turned
+    resampled = {**MAPPING, "resample": 0.03}
+    (a,) = loader.load_trajectories(path, resampled, system=CartPole())
+    (b,) = loader.load_trajectories(path, resampled, system=CartPole(), storage="float32")
+    assert a.q.dtype == np.float64 and b.q.dtype == b.qd.dtype == b.u.dtype == np.float32
+    np.testing.assert_allclose(b.q, a.q, rtol=1e-6, atol=1e-6)
 
 
 def traced_peak(fn):

@@ -765,6 +765,9 @@ def _episode_trajectory(
     if mapping.resample is not None:
         _check_resample(mapping.resample, traj)
         traj = traj.resample(mapping.resample)
+        # Interpolation computes in float64; the trajectory keeps the loader's storage dtype.
+        cast = {k: getattr(traj, k).astype(q.dtype, copy=False) for k in ("q", "qd", "u")}
+        traj = dataclasses.replace(traj, **cast)
     return traj
 
 

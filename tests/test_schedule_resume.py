@@ -37,8 +37,13 @@ def config(data, epochs):
 
 
 def metrics(run):
-    lines = (run / "metrics.jsonl").read_text().splitlines()
-    return [json.loads(x) for x in lines if json.loads(x)["epoch"] >= 0]
+    lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    # Every entry, the untrained model's (epoch -1) too, records the step count and the rate.
+    assert lines[0]["epoch"] == -1 and (lines[0]["optimizer_steps"], lines[0]["learning_rate"]) == (
+        0,
+        LR,
+    )
+    return [x for x in lines if x["epoch"] >= 0]
 
 
 def test_resume_with_more_epochs_follows_the_schedule_of_the_new_total(tmp_path):

@@ -61,8 +61,11 @@ class RunFiles(Callback):
         self.checkpoints.save(state, epoch, models)
 
     def start(self, initial_loss, state, model):
+        line = {"epoch": -1, "validation_loss": initial_loss, "optimizer_steps": 0}
+        if self.schedule is not None:
+            line["learning_rate"] = float(self.schedule(0))
         with open(self.metrics, "w") as f:
-            f.write(json.dumps({"epoch": -1, "validation_loss": initial_loss}) + "\n")
+            f.write(json.dumps(line) + "\n")
         write_bytes(os.path.join(self.ckpt, "best.eqx"), tree_bytes(model))
 
     def record(self, record):

@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-profile lint docs format fuzz bench clean
+.PHONY: setup run test test-profile lint docs format fuzz attack-table bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ fuzz: $(STAMP)
 		tests/test_trust.py::test_user_system_configs_run_nothing_untrusted \
 		tests/test_trust.py::test_damaged_robot_files_give_config_errors \
 		tests/test_export.py::test_damaged_archives_raise_lagnet_errors
+
+# The adversarial tests (`pytest -m attack`), counted per surface into benchmarks/results/attack_table.md: cases,
+# tests, and the failed cases by what they guard (tracebacks, silent wrong results, losses), all 0 when green.
+attack-table: $(STAMP)
+	$(BIN)/python tools/attack_table.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -61,6 +61,7 @@ def configs(draw):
     return user
 
 
+@pytest.mark.attack("config", "traceback")
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(configs())
 def test_random_configs_validate_or_raise_config_error(user):
@@ -72,6 +73,7 @@ def test_random_configs_validate_or_raise_config_error(user):
     assert isinstance(config, Config)
 
 
+@pytest.mark.attack("data file", "traceback")
 @settings(
     max_examples=examples(60),
     deadline=None,
@@ -101,6 +103,7 @@ def test_random_csv_files_load_or_raise_a_named_error(tmp_path_factory, rows, co
         assert "f.csv" in str(e) or "mapping" in str(e), str(e)
 
 
+@pytest.mark.attack("Python API", "traceback")
 @settings(max_examples=examples(40), deadline=None)
 @given(
     q_shape=st.lists(st.integers(0, 3), max_size=2),
@@ -134,6 +137,7 @@ BAD_FILES = [
 ]
 
 
+@pytest.mark.attack("data file", "traceback")
 @pytest.mark.parametrize("text, message", BAD_FILES)
 def test_bad_files_name_file_column_and_row(tmp_path, text, message):
     path = tmp_path / "bad.csv"
@@ -144,6 +148,7 @@ def test_bad_files_name_file_column_and_row(tmp_path, text, message):
     assert "bad.csv" in str(info.value)
 
 
+@pytest.mark.attack("Python API", "silent")
 def test_state_loss_wraps_angles():
     from lagnet.train.loss import StateLoss
 

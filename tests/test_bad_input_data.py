@@ -25,6 +25,8 @@ CARTPOLE = {
 }
 PENDULUM = {"time": "t", "positions": ["theta"], "velocities": ["theta_dot"], "inputs": ["torque"]}
 
+pytestmark = pytest.mark.attack("data file", "traceback")
+
 
 def cartpole_columns(n=200, dt=0.02):
     """A smooth cart-pole recording: x = 0.3 sin 2t (m), φ = sin 3t (rad), exact velocities."""
@@ -76,11 +78,13 @@ def cli_error(capsys, *argv) -> str:
 # ---------------------------------------------------------------- configs
 
 
+@pytest.mark.attack("config", "traceback")
 def test_config_that_is_a_directory(tmp_path, capsys):
     err = cli_error(capsys, "train", str(tmp_path), "--out", str(tmp_path / "run"))
     assert f"{tmp_path}: is a directory, expected a YAML config file" in err
 
 
+@pytest.mark.attack("config", "traceback")
 def test_config_that_is_binary(tmp_path, capsys):
     path = tmp_path / "weights.yaml"
     path.write_bytes(bytes(range(256)))
@@ -88,6 +92,7 @@ def test_config_that_is_binary(tmp_path, capsys):
     assert f"{path}: not a text (UTF-8) file: byte 0x80 at position 128" in err
 
 
+@pytest.mark.attack("CLI", "traceback")
 def test_set_with_invalid_yaml_names_the_argument(tmp_path, capsys):
     cfg = write_config(tmp_path, pendulum_csv(tmp_path / "p.csv"))
     err = cli_error(
@@ -96,6 +101,7 @@ def test_set_with_invalid_yaml_names_the_argument(tmp_path, capsys):
     assert "--set 'training.epochs=[1,': the value '[1,' is not valid YAML" in err
 
 
+@pytest.mark.attack("config", "traceback")
 def test_config_list_is_refused(tmp_path):
     path = tmp_path / "list.yaml"
     path.write_text("- a\n- b\n")
@@ -103,6 +109,7 @@ def test_config_list_is_refused(tmp_path):
         load_config(path)
 
 
+@pytest.mark.attack("config", "silent")
 def test_a_key_given_twice_is_refused(tmp_path):
     # PyYAML keeps the last: the first `training:` section (epochs) would silently vanish.
     path = tmp_path / "twice.yaml"
@@ -113,6 +120,7 @@ def test_a_key_given_twice_is_refused(tmp_path):
         load_config(path)
 
 
+@pytest.mark.attack("config", "silent")
 def test_yaml_merge_keys_still_work(tmp_path):
     # `<<:` merges may repeat a key on purpose: the explicit one wins, as YAML says.
     path = tmp_path / "merge.yaml"
@@ -121,6 +129,7 @@ def test_yaml_merge_keys_still_work(tmp_path):
     assert (training.epochs, training.batch_size) == (3, 8)
 
 
+@pytest.mark.attack("config", "traceback")
 @pytest.mark.parametrize(
     "user, message",
     [
@@ -147,6 +156,7 @@ def test_config_values_of_the_wrong_kind_name_the_key(user, message):
         validate(user, source="cfg.yaml")
 
 
+@pytest.mark.attack("user system", "silent")
 def test_lagrangian_with_undeclared_degrees_of_freedom(tmp_path, trusted_code):
     # JAX clamps q[1] of a 1-vector to q[0]: the system built, with M = 2m instead of m, and trained to nonsense.
     (tmp_path / "rig.py").write_text(
@@ -262,6 +272,7 @@ def test_csv_gz_that_is_not_gzip(tmp_path):
     expect(path, re.escape(f"{path}: not a valid gzip file"))
 
 
+@pytest.mark.attack("data file", "silent")
 def test_excel_byte_order_mark_is_accepted(tmp_path):
     path = pendulum_csv(tmp_path / "p.csv")
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
@@ -275,6 +286,7 @@ def test_excel_byte_order_mark_is_accepted(tmp_path):
 # ---------------------------------------------------------------- data files: silently wrong before
 
 
+@pytest.mark.attack("data file", "silent")
 def test_huge_cell_is_refused_for_the_runs_precision(tmp_path):
     cols = cartpole_columns()
     cols["phi"][7] = 1e308
@@ -296,6 +308,7 @@ def test_huge_cell_is_refused_for_the_runs_precision(tmp_path):
     assert traj.u[7, 0] == 1e25
 
 
+@pytest.mark.attack("data file", "silent")
 def test_header_units_catch_an_angle_and_a_length_swapped(tmp_path):
     cols = cartpole_columns()
     header = ["t [s]", "x [m]", "phi [rad]", "x_dot [m/s]", "phi_dot [rad/s]", "force [N]"]
@@ -318,6 +331,7 @@ def test_header_units_catch_an_angle_and_a_length_swapped(tmp_path):
     np.testing.assert_allclose(traj.q[:, 0], cols["x"])
 
 
+@pytest.mark.attack("data file", "silent")
 def test_mapping_units_that_contradict_the_file_are_an_error(tmp_path):
     path = tmp_path / "rad.npz"
     ld.write_npz(path, cartpole_columns(), {"units": {"phi": "rad", "phi_dot": "rad/s"}})
@@ -333,6 +347,7 @@ def test_mapping_units_that_contradict_the_file_are_an_error(tmp_path):
     ld.load_trajectories(path, {**CARTPOLE, "units": {"phi": "rad"}}, system=CartPole())
 
 
+@pytest.mark.attack("data file", "silent")
 def test_mapping_units_for_a_column_the_file_lacks(tmp_path):
     path = write_csv(tmp_path / "c.csv", cartpole_columns())
     expect(
@@ -343,6 +358,7 @@ def test_mapping_units_for_a_column_the_file_lacks(tmp_path):
     )
 
 
+@pytest.mark.attack("data file", "silent")
 @pytest.mark.parametrize(
     "change, mapping, message",
     [
@@ -372,6 +388,7 @@ def test_velocities_that_are_not_the_rate_of_the_positions(tmp_path, change, map
     expect(path, message, mapping, CartPole())
 
 
+@pytest.mark.attack("data file", "silent")
 def test_a_column_mapped_twice(tmp_path):
     path = write_csv(tmp_path / "c.csv", cartpole_columns())
     expect(
@@ -411,6 +428,7 @@ def test_max_duration_that_leaves_no_window(tmp_path):
         load_training_data(cfg, build_system(cfg))
 
 
+@pytest.mark.attack("CLI", "traceback")
 def test_a_data_error_through_the_cli(tmp_path, capsys):
     good = tmp_path / "good.npz"
     ld.write_npz(good, {"t": np.arange(3.0)}, {})
@@ -441,6 +459,7 @@ yaml_like = st.text(
 )
 
 
+@pytest.mark.attack("config", "traceback")
 @fuzz(100)
 @given(raw=st.one_of(st.binary(max_size=200), yaml_like.map(str.encode)))
 def test_random_bytes_as_a_config(tmp_path_factory, raw):
@@ -452,6 +471,7 @@ def test_random_bytes_as_a_config(tmp_path_factory, raw):
         assert str(path) in str(e) or "data." in str(e), str(e)
 
 
+@pytest.mark.attack("CLI", "traceback")
 @fuzz(100)
 @given(item=st.one_of(yaml_like, st.text(max_size=30)))
 def test_random_set_arguments(tmp_path_factory, item):
@@ -552,6 +572,7 @@ def test_random_csv_headers_and_cells(tmp_path_factory, rows, header, sep):
         assert str(path) in str(e), str(e)
 
 
+@pytest.mark.attack("config", "traceback")
 def test_a_system_parameter_that_is_not_a_number_names_the_params():
     from lagnet.config import ConfigError, validate
     from lagnet.config.registry import build_system

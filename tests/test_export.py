@@ -187,6 +187,7 @@ def test_export_takes_the_models_precision(tmp_path):
         model.step_history  # noqa: B018 (the attribute access is the test)
 
 
+@pytest.mark.attack("CLI", "traceback")
 def test_export_errors_name_the_problem(tmp_path, capsys):
     missing = str(tmp_path / "no_such_run")
     assert main(["export", missing]) == 2
@@ -243,6 +244,7 @@ def write_members(path, members, meta=None, rehash=False):
     return str(path)
 
 
+@pytest.mark.attack("export archive", "loss")
 def test_export_refuses_an_existing_file_without_overwrite(exported, archive, tmp_path, capsys):
     run_dir = exported[0]
     precious = tmp_path / "precious.csv"
@@ -260,6 +262,7 @@ def test_export_refuses_an_existing_file_without_overwrite(exported, archive, tm
     assert sorted(os.listdir(tmp_path)) == ["precious.csv"]
 
 
+@pytest.mark.attack("export archive", "silent")
 def test_export_checks_the_platforms(exported, archive, tmp_path, capsys):
     out = tmp_path / "m.jaxexport"
     assert main(["export", exported[0], "--platforms", "tpu9", "--out", str(out)]) == 2
@@ -272,6 +275,7 @@ def test_export_checks_the_platforms(exported, archive, tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.attack("export archive", "silent")
 def test_archive_checksums_catch_edits(archive, tmp_path):
     from lagnet.control.export import DamagedExport
 
@@ -356,6 +360,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.attack("export archive", "traceback")
 @settings(max_examples=examples(60), deadline=None)
 @given(
     how=st.tuples(

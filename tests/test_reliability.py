@@ -20,6 +20,8 @@ from lagnet.run import load_run, load_tree, save_tree
 from lagnet.run.training import train_run as train
 from lagnet.train import TrainingDiverged
 
+pytestmark = pytest.mark.attack("run folder", "loss")
+
 
 def write_pendulum(path, steps=400):
     return write_pendulum_csv(path, steps=steps, hold=20, scale=1.0, substeps=1)
@@ -98,6 +100,7 @@ def test_resume_refuses_a_different_config(tmp_path):
         train(other, str(tmp_path / "run"), progress=False, resume=True)
 
 
+@pytest.mark.attack("run folder", "silent")
 def test_non_finite_steps_are_skipped_then_stop_the_run(tmp_path, monkeypatch):
     """A NaN input in a few windows (data the loader would refuse, injected behind it) makes those training
     steps non-finite: they are skipped and counted, and past `max_skipped_steps` the run stops cleanly."""
@@ -131,6 +134,7 @@ def test_non_finite_steps_are_skipped_then_stop_the_run(tmp_path, monkeypatch):
     load_run(str(tmp_path / "stop"))  # the last good checkpoint is intact
 
 
+@pytest.mark.attack("run folder", "traceback")
 def test_unwritable_run_directory_fails_early(tmp_path):
     data = write_pendulum(tmp_path / "p.csv")
     locked = tmp_path / "locked"
@@ -140,6 +144,7 @@ def test_unwritable_run_directory_fails_early(tmp_path):
         train(validate(config_dict(data, epochs=1)), str(locked / "run"), progress=False)
 
 
+@pytest.mark.attack("run folder", "traceback")
 def test_truncated_checkpoint_names_the_file(tmp_path):
     tree = {"w": jnp.arange(100.0)}
     path = str(tmp_path / "m.eqx")

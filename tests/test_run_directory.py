@@ -93,6 +93,7 @@ def kill_at(monkeypatch, k):
     return count
 
 
+@pytest.mark.attack("run folder", "loss")
 def test_kill_between_any_two_writes_of_a_checkpoint_step_resumes_bit_for_bit(
     data, counted, tmp_path, monkeypatch
 ):
@@ -155,6 +156,7 @@ def test_a_state_saved_without_its_step_within_the_epoch_still_resumes(data, ref
     assert files(run)["last.eqx"] == files(reference)["last.eqx"]
 
 
+@pytest.mark.attack("run folder", "silent")
 def test_stale_best_model_is_flagged_until_resume_rewrites_it(data, reference, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(reference, run)
@@ -175,6 +177,7 @@ def test_stale_best_model_is_flagged_until_resume_rewrites_it(data, reference, t
     assert files(run) == files(reference)
 
 
+@pytest.mark.attack("run folder", "loss")
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -206,6 +209,7 @@ def test_resume_refuses_the_states_of_another_run(data, reference, tmp_path, cha
     assert files(run) == files(reference)
 
 
+@pytest.mark.attack("run folder", "loss")
 def test_resume_refuses_other_data_in_the_same_file(tmp_path):
     data = write_pendulum(tmp_path / "p.csv", steps=200)
     train_run(config(data, epochs=1), str(tmp_path / "run"), progress=False)
@@ -216,6 +220,7 @@ def test_resume_refuses_other_data_in_the_same_file(tmp_path):
         train_run(config(data), str(tmp_path / "run"), progress=False, resume=True)
 
 
+@pytest.mark.attack("run folder", "loss")
 def test_retrain_never_replaces_a_run_silently_nor_destroys_it_when_failing(
     data, reference, tmp_path
 ):
@@ -241,6 +246,7 @@ def test_retrain_never_replaces_a_run_silently_nor_destroys_it_when_failing(
         train_run(config(data), str(run), progress=False, overwrite=True)
 
 
+@pytest.mark.attack("run folder", "loss")
 def test_resume_survives_a_torn_metrics_line_and_cleans_orphans(
     data, reference, tmp_path, monkeypatch
 ):
@@ -258,6 +264,7 @@ def test_resume_survives_a_torn_metrics_line_and_cleans_orphans(
     assert orphans(run) == []
 
 
+@pytest.mark.attack("run folder", "loss")
 def test_a_damaged_manifest_is_an_error_not_a_fresh_start(data, reference, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(reference, run)
@@ -285,6 +292,7 @@ def test_atomic_writes_respect_the_umask(tmp_path, umask):
     assert stat.S_IMODE(os.stat(tmp_path / "kept").st_mode) == 0o640
 
 
+@pytest.mark.attack("CLI", "loss")
 def test_cli_run_directory_rules(data, tmp_path, monkeypatch, capsys):
     """A config's name may not place the run outside runs/; an existing run needs --overwrite."""
     monkeypatch.chdir(tmp_path)
@@ -301,6 +309,7 @@ def test_cli_run_directory_rules(data, tmp_path, monkeypatch, capsys):
     assert main(["train", str(cfg), "--quiet", "--overwrite"]) == 0
 
 
+@pytest.mark.attack("CLI", "loss")
 def test_data_generate_does_not_overwrite_without_asking(tmp_path, capsys):
     assert main(["data", "generate", "pendulum_potential", "--out", str(tmp_path)]) == 0
     shipped = (tmp_path / "pendulum_potential_train.npz").read_bytes()

@@ -21,6 +21,8 @@ from lagnet.run.spec import RunSpec
 from lagnet.run.training import train_run
 from lagnet.systems import Pendulum
 
+pytestmark = pytest.mark.attack("user system", "silent")
+
 
 def examples(n: int) -> int:
     """`n` examples here, ten times as many under `make fuzz` (tests/conftest.py's `explore` profile)."""
@@ -158,6 +160,7 @@ def test_a_trusted_file_does_not_lend_out_pythons_functions(tmp_path):
             build_system(config)
 
 
+@pytest.mark.attack("user system", "traceback")
 def test_failures_of_the_users_code_are_clear_errors(rig, tmp_path, capsys):
     cases = {
         "my_rig.py:raises_key_error": r"my_rig.py:raises_key_error failed: KeyError: 'missing'",
@@ -218,12 +221,14 @@ def edit_config(run_dir, **system):
         yaml.safe_dump(config, f)
 
 
+@pytest.mark.attack("run folder", "silent")
 def test_the_run_records_its_sources_digest(run):
     digest = hashlib.sha256(open(os.path.join(run, "system", "my_rig.py"), "rb").read()).hexdigest()
     assert RunSpec.read(run).sources == {"system/my_rig.py": digest}
     assert json.load(open(os.path.join(run, "run.json")))["sources"] == {"system/my_rig.py": digest}
 
 
+@pytest.mark.attack("run folder", "silent")
 def test_a_run_folder_runs_no_code_unless_trusted(run, tmp_path, capsys):
     received = copy_run(run, tmp_path)
     marker = os.path.join(received, "system", "ran.txt")
@@ -244,6 +249,7 @@ def test_a_run_folder_runs_no_code_unless_trusted(run, tmp_path, capsys):
     assert os.path.exists(marker)
 
 
+@pytest.mark.attack("run folder", "silent")
 def test_a_changed_or_foreign_source_in_a_run_is_refused(run, tmp_path):
     changed = copy_run(run, tmp_path / "a")
     with open(os.path.join(changed, "system", "my_rig.py"), "a") as f:
@@ -282,6 +288,7 @@ URDF = """<robot name="one">
 """
 
 
+@pytest.mark.attack("robot file", "traceback")
 def test_a_robot_file_needs_no_trust_and_a_malformed_one_names_file_and_line(tmp_path):
     (tmp_path / "arm.urdf").write_text(URDF)
     system = build_system(
@@ -299,6 +306,7 @@ def test_a_robot_file_needs_no_trust_and_a_malformed_one_names_file_and_line(tmp
             build_system(config)
 
 
+@pytest.mark.attack("robot file", "traceback")
 @settings(
     max_examples=examples(20),
     deadline=None,
@@ -372,6 +380,7 @@ def test_user_system_configs_run_nothing_untrusted(rig, name, source, params):
     assert not (rig / "ran.txt").exists()
 
 
+@pytest.mark.attack("config", "traceback")
 def test_control_characters_in_a_config_name_the_key_and_the_character(tmp_path, capsys):
     config = tmp_path / "c.yaml"
     config.write_text('name: "ok\\0null"\nsystem: {name: pendulum}\n')
@@ -388,6 +397,7 @@ def test_control_characters_in_a_config_name_the_key_and_the_character(tmp_path,
         load_config(config)
 
 
+@pytest.mark.attack("config", "traceback")
 def test_a_bad_resample_names_mapping_resample(tmp_path):
     from lagnet.data.loader import load_trajectories
 
@@ -396,3 +406,56 @@ def test_a_bad_resample_names_mapping_resample(tmp_path):
         mapping = {**PENDULUM_MAPPING, "resample": step}
         with pytest.raises(ValueError, match=rf"mapping.resample = {step:g} s .*{match}"):
             load_trajectories(path, mapping, system=Pendulum())
+
+
+@pytest.mark.attack("run folder", "silent")
+def test_a_module_source_is_recorded_and_a_changed_module_refused(tmp_path, monkeypatch):
+    """A module source stays in its package (not copied into the run): run.json records its file's SHA-256,
+    and loading the run after the module's file changed, or with config.yaml naming another module, is
+    refused with the module and its file named."""
+    package = tmp_path / "lagnet_hashed_rigs"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    module = package / "rigs.py"
+    module.write_text(
+        "from lagnet.systems import Pendulum\n\ndef build():\n    return Pendulum()\n"
+    )
+    (package / "other.py").write_text(module.read_text())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("LAGNET_TRUSTED_PACKAGES", "lagnet_hashed_rigs")
+    write_pendulum_csv(tmp_path / "pendulum.csv", steps=100, hold=20)
+    config = {
+        "name": "module",
+        "dtype": "float64",
+        "system": {"name": "python", "source": "lagnet_hashed_rigs.rigs:build"},
+        "model": {"type": "known"},
+        "data": {"train": "pendulum.csv", "mapping": PENDULUM_MAPPING},
+        "training": {"epochs": 0, "batch_size": 8, "horizon": 1, "validation_horizon": 1},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    run = str(tmp_path / "run")
+    train_run(load_config(tmp_path / "config.yaml"), run, progress=False, trust_code=True)
+    digest = hashlib.sha256(module.read_bytes()).hexdigest()
+    assert RunSpec.read(run).sources == {"module:lagnet_hashed_rigs.rigs": digest}
+    assert not os.path.exists(os.path.join(run, "system"))
+    assert lagnet.load(run, trust_code=True).model.known_system == Pendulum()
+
+    other = copy_run(run, tmp_path / "b")
+    edit_config(other, source="lagnet_hashed_rigs.other:build")
+    with pytest.raises(
+        ValueError, match="names the module 'lagnet_hashed_rigs.other' .* not record"
+    ):
+        lagnet.load(other, trust_code=True)
+
+    module.write_text(module.read_text() + "\n# an edit after training\n")
+    with pytest.raises(
+        ValueError,
+        match=rf"module 'lagnet_hashed_rigs.rigs' \({module}\) changed since training",
+    ):
+        lagnet.load(run, trust_code=True)
+    assert main(["evaluate", run, "--trust-code"]) == 2
+    module.unlink()
+    with pytest.raises(
+        ValueError, match=r"'lagnet_hashed_rigs.rigs' \(not found on sys.path\) is missing"
+    ):
+        lagnet.load(run, trust_code=True)

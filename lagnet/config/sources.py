@@ -17,6 +17,7 @@ import contextvars
 import functools
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -123,6 +124,9 @@ def _check_module_allowed(location: str, key: str) -> None:
             f"({HOW_TO_TRUST})"
         )
     _refuse_untrusted(f"the module {location!r}", key)
+
+
+check_module_allowed = _check_module_allowed
 
 
 def split_source(source: str) -> tuple[str, str | None]:
@@ -332,6 +336,33 @@ SOURCED: dict[str, Callable] = {
     "urdf": robot_system("urdf"),
     "mjcf": robot_system("mjcf"),
 }
+
+
+def module_file(location: str) -> str | None:
+    """The source file of the module `location` ("package.module"), found on sys.path without importing it or
+    its packages (`PathFinder` reads the file system only); None for a module without one (a namespace package,
+    a compiled extension is still its file)."""
+    spec, path = None, None
+    parts = location.split(".")
+    for k in range(len(parts)):
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: k + 1]), path)
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        path = spec.submodule_search_locations
+        if path is None and k < len(parts) - 1:
+            return None
+    return (
+        spec.origin if spec.has_location and spec.origin and os.path.isfile(spec.origin) else None
+    )
+
+
+def source_module(source: str) -> str | None:
+    """The module a source names ("package.module" of "package.module:build"), or None for a file."""
+    location, _ = split_source(source)
+    return None if is_file(location) else location
 
 
 def source_file(source: str) -> str | None:

@@ -14,8 +14,8 @@ import numpy as np
 from jaxtyping import Float, Int, Shaped
 
 from ..systems.base import AbstractSystem
-from .angles import unwrap
-from .formats import format_for, reading_progress
+from .angles import unwrap_into
+from .formats import CSVFormat, format_for, reading_progress
 from .mapping import ColumnMapping, offset_and_kind
 from .table import META_KEY, Table
 from .trajectory import Trajectory
@@ -42,14 +42,18 @@ def read_table(
     return table.columns, table.meta
 
 
-def _read(path: str) -> _Table:
-    """The table of a file; checks that it exists and is in a registered format."""
+def _read(path: str, dtype=None, exact=()) -> _Table:
+    """The table of a file; checks that it exists and is in a registered format.
+
+    A CSV file is read into `dtype` (float64 if None) but its columns named in `exact` (time) in float64."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a data file (.csv, .csv.gz or .npz)")
     fmt = format_for(path)
     try:
+        if dtype is not None and isinstance(fmt, CSVFormat):
+            return fmt.read(path, np.dtype(dtype), exact)
         return fmt.read(path)
     except PermissionError as e:
         raise ValueError(f"{path}: cannot be read ({e.strerror})") from None
@@ -162,8 +166,14 @@ def load_trajectories(
     system: AbstractSystem | None = None,
     angles: Sequence[bool] | None = None,
     dtype: str | np.dtype = "float32",
+    storage: str | np.dtype | None = None,
 ) -> list[Trajectory]:
     """All trajectories (one per episode) in a CSV/NPZ file, mapped by `mapping`.
+
+    `storage`: the dtype of the trajectories' q, q̇ and u (None: float64; t is float64 either way). `lagnet train`
+    passes its precision, so that a large CSV file is read into float32 columns a block at a time and each value
+    is held once in float32 (with float64 only one coordinate's column at a time, for unit conversion, unwrapping
+    and derivatives, which are computed in float64 and then rounded).
 
     Positions, velocities and inputs are checked against `system` (number of columns, units of angle and length
     coordinates) and take its names. Without a system, `angles` (or the declared angle units) says which
@@ -187,21 +197,26 @@ def load_trajectories(
     """
     if not isinstance(mapping, ColumnMapping):
         mapping = ColumnMapping.from_dict(mapping)
-    table = _read(str(path))
+    table = _read(str(path), storage, () if mapping.time is None else (mapping.time,))
     cols = _mapped_columns(table, mapping, system, angles)
     _check_roles(table, mapping)
     _check_units(table, mapping)
     conv = _convention(table, mapping, cols)
     rows = _check_rows(table, mapping, cols)
     t = _time_seconds(table, mapping, cols.time, rows)
-    q, qd = _coordinates_si(table, mapping, cols)
-    u = _inputs_array(cols, rows, system)
+    q, qd = _coordinates_si(table, mapping, cols, np.dtype(storage or np.float64))
+    u = _inputs_array(cols, rows, system, np.dtype(storage or np.float64))
+    # The file's columns are all in q, q̇, u and t now: drop them (on a large file, the largest arrays).
+    table.columns = {}
+    cols = dataclasses.replace(
+        cols, time=None, positions=[], velocities=None if qd is None else [], inputs=None
+    )
     _check_magnitude(table, cols.position_columns, q, dtype)
     if qd is not None:
         _check_magnitude(table, cols.velocity_columns, qd, dtype)
     _check_magnitude(table, cols.input_columns, u, dtype)
     if conv is not None:
-        u = u * conv.input_sign
+        u *= conv.input_sign.astype(u.dtype)
     trajs = [
         _episode_trajectory(table, mapping, cols, conv, label, idx, t, q, qd, u)
         for label, idx in _episodes(cols.episode, rows)
@@ -221,29 +236,57 @@ _VELOCITY_RATIO = (0.5, 2.0)
 _VELOCITY_CORRELATION = 0.5
 
 
+# Span differences accumulated at a time by `_velocity_fit`.
+_FIT_ROWS = 1 << 16
+
+
+def _integral(qd: Float[np.ndarray, " k"], t: Float[np.ndarray, " k"]) -> Float[np.ndarray, " k"]:
+    """∫ q̇ dt from t_0 at each sample (trapezoidal), in float64, a block of rows at a time."""
+    out = np.empty(t.shape[0])
+    out[0], carry = 0.0, 0.0
+    for a in range(0, t.shape[0] - 1, _FIT_ROWS):
+        b = min(t.shape[0] - 1, a + _FIT_ROWS)
+        v = np.asarray(qd[a : b + 1], dtype=float)
+        inc = 0.5 * (v[1:] + v[:-1]) * np.diff(t[a : b + 1])
+        out[a + 1 : b + 1] = np.cumsum(np.concatenate([[carry], inc]))[1:]
+        carry = out[b]
+    return out
+
+
+def _abs_sums(dq: Float[np.ndarray, " k"], di: Float[np.ndarray, " k"]) -> tuple[float, float]:
+    return float(np.abs(dq).sum()), float(np.abs(di).sum())
+
+
 def _velocity_fit(trajs: list[Trajectory], i: int, j: int) -> tuple[float, float] | None:
     """How the increments of q_i over spans of `_VELOCITY_SPAN` follow those of ∫ q̇_j dt (trapezoidal), pooled
-    over the episodes: the least-squares ratio Δq ≈ r ∫q̇ and the correlation; None where q_i never moves."""
-    dq, di = [], []
+    over the episodes: the least-squares ratio Δq ≈ r ∫q̇ and the correlation; None where q_i never moves.
+
+    Accumulated as sums (Σ Δq, Σ Δq², Σ Δq ∫q̇, ...) a block of spans at a time, so a long recording needs one
+    float64 column for ∫q̇ (and one for an angle's unwrapped q), not copies of every difference."""
+    sums = np.zeros(8)  # n, ΣΔq, ΣI, ΣΔq², ΣI², ΣΔq·I, Σ|Δq|, Σ|I| (I: the integral's increment)
     for traj in trajs:
-        integral = np.concatenate(
-            [[0.0], np.cumsum(0.5 * (traj.qd[1:, j] + traj.qd[:-1, j]) * np.diff(traj.t))]
-        )
+        integral = _integral(traj.qd[:, j], traj.t)
         span = int(np.clip(round(_VELOCITY_SPAN / np.median(traj.dt)), 1, traj.n_rows - 1))
         # A wrapped recording read with `unwrap: false` jumps by 2π; the loss compares angles modulo 2π too.
-        q = unwrap(traj.q[:, i]) if traj.angles[i] else traj.q[:, i]
-        dq.append(q[span:] - q[:-span])
-        di.append(integral[span:] - integral[:-span])
-    dq, di = np.concatenate(dq), np.concatenate(di)
-    if not np.any(dq):
+        col = traj.q[:, i]
+        q = unwrap_into(col, np.empty(col.shape[0])) if traj.angles[i] else col
+        for a in range(0, traj.n_rows - span, _FIT_ROWS):
+            b = min(traj.n_rows - span, a + _FIT_ROWS)
+            dq = np.subtract(q[a + span : b + span], q[a:b], dtype=float)
+            di = integral[a + span : b + span] - integral[a:b]
+            sums += [b - a, dq.sum(), di.sum(), dq @ dq, di @ di, dq @ di, *_abs_sums(dq, di)]
+    n, sdq, sdi, sdq2, sdi2, sdqdi, adq, adi = sums
+    if sdq2 == 0:
         return None
-    if not np.any(di):
+    if sdi2 == 0:
         return 0.0, 0.0
-    ratio = float(dq @ di / (di @ di))
+    ratio = float(sdqdi / sdi2)
+    std_dq = np.sqrt(max(sdq2 / n - (sdq / n) ** 2, 0.0))
+    std_di = np.sqrt(max(sdi2 / n - (sdi / n) ** 2, 0.0))
     # A constant rate (a steady drift) leaves only rounding noise to correlate: the ratio alone decides.
-    if dq.std() <= 1e-6 * np.abs(dq).mean() or di.std() <= 1e-6 * np.abs(di).mean():
+    if std_dq <= 1e-6 * adq / n or std_di <= 1e-6 * adi / n:
         return ratio, 1.0
-    return ratio, float(np.corrcoef(dq, di)[0, 1])
+    return ratio, float((sdqdi / n - sdq / n * sdi / n) / (std_dq * std_di))
 
 
 def _check_velocities(table: _Table, cols: "_Columns", trajs: list[Trajectory]) -> None:
@@ -592,37 +635,38 @@ def _time_seconds(
     """
     if t is None:
         return mapping.dt * np.arange(rows, dtype=float)
-    return t.astype(float) * _unit_factor(table, mapping, mapping.time, ("time",), "time")
+    factor = _unit_factor(table, mapping, mapping.time, ("time",), "time")
+    # The file's own float64 column in s is used as it is (the table is dropped once it is read).
+    if factor == 1.0 and t.dtype == np.float64:
+        return t
+    return np.multiply(t, factor, dtype=float)
 
 
 def _coordinates_si(
-    table: _Table, mapping: ColumnMapping, cols: _Columns
+    table: _Table, mapping: ColumnMapping, cols: _Columns, dtype: np.dtype
 ) -> tuple[Float[np.ndarray, "rows n"], Float[np.ndarray, "rows n"] | None]:
-    """Positions (and velocities, where read) in SI units, stacked to (rows, n).
+    """Positions (and velocities, where read) in SI units, as (rows, n) arrays of `dtype` (each column scaled in
+    float64, then rounded: one float64 column at a time).
 
     Checks that each column's declared unit fits its coordinate: an angle (per time) for an angle, a length (per
     time) or dimensionless for any other; positions first, then velocities.
     """
-    pos = [
-        p.astype(float)
-        * _unit_factor(table, mapping, c, _allowed_kinds(cols.angles[i]), _describe(cols, i))
-        for i, (c, p) in enumerate(zip(cols.position_columns, cols.positions, strict=True))
-    ]
-    vel = None
+
+    def stacked(columns, names, rate):
+        out = np.empty((columns[0].shape[0], len(columns)), dtype)
+        for i, (c, x) in enumerate(zip(names, columns, strict=True)):
+            what = _describe(cols, i)
+            what = f"the velocity of {what}" if rate else what
+            kinds = _allowed_kinds(cols.angles[i], rate=rate)
+            # Scaled in float64 a buffer at a time, written rounded to `dtype`: no float64 copy of the column.
+            factor = _unit_factor(table, mapping, c, kinds, what)
+            np.multiply(x, factor, out=out[:, i], dtype=float, casting="unsafe")
+        return out
+
+    q_all = stacked(cols.positions, cols.position_columns, False)
+    qd_all = None
     if cols.velocities is not None:
-        vel = [
-            v.astype(float)
-            * _unit_factor(
-                table,
-                mapping,
-                c,
-                _allowed_kinds(cols.angles[i], rate=True),
-                f"the velocity of {_describe(cols, i)}",
-            )
-            for i, (c, v) in enumerate(zip(cols.velocity_columns, cols.velocities, strict=True))
-        ]
-    q_all = np.stack(pos, axis=1)
-    qd_all = np.stack(vel, axis=1) if vel is not None else None
+        qd_all = stacked(cols.velocities, cols.velocity_columns, True)
     return q_all, qd_all
 
 
@@ -640,12 +684,16 @@ def _describe(cols: _Columns, i: int) -> str:
 
 
 def _inputs_array(
-    cols: _Columns, rows: int, system: AbstractSystem | None
+    cols: _Columns, rows: int, system: AbstractSystem | None, dtype: np.dtype
 ) -> Float[np.ndarray, "rows m"]:
-    """The inputs as (rows, m) floats; zeros, one column per input of `system` (none without), where unmapped."""
+    """The inputs as (rows, m) floats of `dtype`; zeros, one column per input of `system` (none without), where
+    unmapped."""
     if cols.inputs is None:
-        return np.zeros((rows, 0 if system is None else system.n_inputs))
-    return np.stack([x.astype(float) for x in cols.inputs], axis=1)
+        return np.zeros((rows, 0 if system is None else system.n_inputs), dtype)
+    out = np.empty((rows, len(cols.inputs)), dtype)
+    for i, x in enumerate(cols.inputs):
+        out[:, i] = x
+    return out
 
 
 def _episodes(
@@ -679,22 +727,35 @@ def _episode_trajectory(
     source = f"{table.path} {label}".strip()
     if idx.size < 2:
         raise ValueError(f"{source}: only {idx.size} row(s); a trajectory needs at least 2")
-    te = t[idx]
+    # An episode of consecutive rows is a view (q_all, qd_all and u_all are the loader's own arrays).
+    rows = slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx
+    te = t[rows]
     _check_time_increases(table, mapping, label, idx, te)
-    q = q_all[idx].copy()
-    if mapping.unwrap:
-        q = _unwrap_angles(q, cols.angles)
+    q = q_all[rows]
+    derived = None if qd_all is not None or conv is not None else np.empty_like(q)
+    for i in range(q.shape[1]):
+        turns = mapping.unwrap and cols.angles[i]
+        if derived is None:
+            if turns:
+                unwrap_into(q[:, i], q[:, i])
+            continue
+        # One coordinate in float64: unwrapped, differentiated, then stored (rounded to q's dtype).
+        x = unwrap_into(q[:, i], np.empty(q.shape[0])) if turns else q[:, i].astype(float)
+        q[:, i] = x
+        derived[:, i] = finite_difference(x[:, None], te, mapping.velocities)[:, 0]
     if conv is not None:
-        q = conv.positions(q)
+        _convert_rows(q, conv.positions)
     if qd_all is not None:
-        qd = qd_all[idx] if conv is None else conv.velocities(qd_all[idx])
+        qd = qd_all[rows]
+        if conv is not None:
+            _convert_rows(qd, conv.velocities)
     else:
-        qd = finite_difference(q, te, mapping.velocities)
+        qd = derived if derived is not None else _derivatives(q, te, mapping.velocities)
     traj = Trajectory(
         t=te,
         q=q,
         qd=qd,
-        u=u_all[idx],
+        u=u_all[rows],
         coordinate_names=cols.coordinate_names,
         input_names=cols.input_names,
         angles=cols.angles,
@@ -704,6 +765,9 @@ def _episode_trajectory(
     if mapping.resample is not None:
         _check_resample(mapping.resample, traj)
         traj = traj.resample(mapping.resample)
+        # Interpolation computes in float64; the trajectory keeps the loader's storage dtype.
+        cast = {k: getattr(traj, k).astype(q.dtype, copy=False) for k in ("q", "qd", "u")}
+        traj = dataclasses.replace(traj, **cast)
     return traj
 
 
@@ -735,9 +799,10 @@ def _check_time_increases(
 ) -> None:
     """Checks that the times `te` of the rows `idx` (episode `label`) increase strictly; names the first row that
     does not."""
-    step = np.diff(te)
-    if np.any(step <= 0):
-        k = int(np.argmax(step <= 0)) + 1
+    # t_k ≤ t_{k−1} is t_k − t_{k−1} ≤ 0, without a float copy of the column.
+    bad = te[1:] <= te[:-1]
+    if np.any(bad):
+        k = int(np.argmax(bad)) + 1
         name = mapping.time if mapping.time is not None else "dt"
         raise ValueError(
             f"{table.path}: column {name!r} {table.row(int(idx[k]))}: time {float(te[k])!r} is not after "
@@ -746,14 +811,25 @@ def _check_time_increases(
         )
 
 
-def _unwrap_angles(
-    q: Float[np.ndarray, "k n"], angles: tuple[bool, ...]
+# Rows converted at a time: the float64 copy `_convert_rows` makes stays small.
+_CONVERT_ROWS = 65_536
+
+
+def _convert_rows(x: Float[np.ndarray, "k n"], convert) -> None:
+    """x ← convert(x) in place, a block of rows at a time in float64 (a convention mixes coordinates)."""
+    for start in range(0, x.shape[0], _CONVERT_ROWS):
+        block = x[start : start + _CONVERT_ROWS]
+        block[:] = convert(block.astype(float))
+
+
+def _derivatives(
+    q: Float[np.ndarray, "k n"], t: Float[np.ndarray, " k"], method: str
 ) -> Float[np.ndarray, "k n"]:
-    """`q` with its angle coordinates (where `angles[i]`) unwrapped, in place."""
+    """`finite_difference` of each coordinate of q, one float64 column at a time, in q's dtype."""
+    out = np.empty_like(q)
     for i in range(q.shape[1]):
-        if angles[i]:
-            q[:, i] = unwrap(q[:, i])
-    return q
+        out[:, i] = finite_difference(q[:, i : i + 1].astype(float), t, method)[:, 0]
+    return out
 
 
 def load_trajectory(

@@ -41,19 +41,35 @@ def make_loss(config: Config, system, stats) -> StateLoss:
     )
 
 
-def make_optimizer(config: Config, steps_per_epoch: int) -> optax.GradientTransformation:
-    """The config's optimiser: Adam or AdamW, a learning-rate schedule over all steps (the epochs', or
-    `training.max_steps` when fewer), optional clipping."""
+def schedule_steps(config: Config, steps_per_epoch: int) -> int:
+    """The optimiser steps the schedule spans: the epochs', or `training.max_steps` when fewer. Built from the
+    config each time a run starts, so a resume with a raised budget stretches the schedule to the new total."""
     tc = config.training
-    total = max(min(tc.epochs * steps_per_epoch, tc.max_steps or np.inf), 1)
-    lr = tc.learning_rate
+    return int(max(min(tc.epochs * steps_per_epoch, tc.max_steps or np.inf), 1))
+
+
+def make_schedule(config: Config, steps_per_epoch: int) -> optax.Schedule:
+    """The learning rate after n optimiser steps: lr (constant); lr (1 + cos(π n / N)) / 2 (cosine); or a
+    linear rise from 0 over the warm-up epochs, then that cosine (warmup_cosine); N = `schedule_steps`."""
+    tc = config.training
+    total, lr = schedule_steps(config, steps_per_epoch), tc.learning_rate
     if tc.schedule == "cosine":
-        schedule = optax.cosine_decay_schedule(lr, total)
-    elif tc.schedule == "warmup_cosine":
+        return optax.cosine_decay_schedule(lr, total)
+    if tc.schedule == "warmup_cosine":
         warm = min(tc.warmup_epochs * steps_per_epoch, total - 1)
-        schedule = optax.warmup_cosine_decay_schedule(0.0, lr, max(warm, 1), total)
-    else:
-        schedule = lr
+        return optax.warmup_cosine_decay_schedule(0.0, lr, max(warm, 1), total)
+    return optax.constant_schedule(lr)
+
+
+def make_optimizer(config: Config, steps_per_epoch: int) -> optax.GradientTransformation:
+    """The config's optimiser: Adam or AdamW with the learning rate of `make_schedule`, optional clipping."""
+    tc = config.training
+    # A constant rate is passed as a number: the optimiser state then has no schedule count (as runs had).
+    schedule = (
+        tc.learning_rate
+        if tc.schedule not in ("cosine", "warmup_cosine")
+        else make_schedule(config, steps_per_epoch)
+    )
     parts = []
     if tc.clip_norm is not None:
         parts.append(optax.clip_by_global_norm(tc.clip_norm))

@@ -26,6 +26,8 @@ class RunFiles(Callback):
         self.static = eqx.partition(model, model.trainable())[1]
         self.ckpt = checkpoints.folder
         self.metrics = os.path.join(run_dir, "metrics.jsonl")
+        # The learning rate after n optimiser steps (`make_schedule`), recorded with each epoch; None: not recorded.
+        self.schedule = None
 
     def open(self, restored):
         """Replace the old run (`--overwrite`), write the config and spec, and on resume bring metrics.jsonl,
@@ -59,12 +61,18 @@ class RunFiles(Callback):
         self.checkpoints.save(state, epoch, models)
 
     def start(self, initial_loss, state, model):
+        line = {"epoch": -1, "validation_loss": initial_loss, "optimizer_steps": 0}
+        if self.schedule is not None:
+            line["learning_rate"] = float(self.schedule(0))
         with open(self.metrics, "w") as f:
-            f.write(json.dumps({"epoch": -1, "validation_loss": initial_loss}) + "\n")
+            f.write(json.dumps(line) + "\n")
         write_bytes(os.path.join(self.ckpt, "best.eqx"), tree_bytes(model))
 
     def record(self, record):
         line = {**record, "seconds": time.perf_counter() - self.start_time}
+        if self.schedule is not None and "optimizer_steps" in record:
+            # The rate of the next step, from the schedule of this run's budget (rebuilt when a resume raises it).
+            line["learning_rate"] = float(self.schedule(record["optimizer_steps"]))
         with open(self.metrics, "a") as f:
             f.write(json.dumps(line) + "\n")
 

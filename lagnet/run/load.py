@@ -71,10 +71,15 @@ def split_checkpoint_path(path: str, which: str = "best") -> tuple[str, str]:
 
 
 def check_run_source(run_dir: str, config: Config, spec: RunSpec) -> None:
-    """The run's system source file is the one run.json records, unchanged (`RunSpec.check_source`)."""
+    """The run's system source file (or module) is the one run.json records, unchanged
+    (`RunSpec.check_source`)."""
     source = config.system.source
     if config.system.name in sources.SOURCED and source is not None:
-        spec.check_source(run_dir, sources.source_file(source))
+        module = sources.source_module(source)
+        if module is not None:
+            # Python's own modules, unlisted packages and untrusted code are refused before any digest.
+            sources.check_module_allowed(module, "system.source")
+        spec.check_source(run_dir, sources.source_file(source) or module)
 
 
 def load_run(

@@ -39,7 +39,9 @@ def load_recordings(config: Config, system: AbstractSystem, paths) -> list[Traje
     history = InputHistory(system.n_inputs, config.model.input_history)
     trajs = []
     for path in paths:
-        loaded = load_trajectories(path, config.data.mapping, system=system, dtype=config.dtype)
+        loaded = load_trajectories(
+            path, config.data.mapping, system=system, dtype=config.dtype, storage=config.dtype
+        )
         declared = config.integrator.dt
         if declared is not None and loaded:
             step = measured_step(loaded)
@@ -63,10 +65,11 @@ def sample_statistics(trajs: list[Trajectory], *, window: float = DEFAULT_WINDOW
     experiments/output_scale_real.py); data at 50–100 Hz keep three samples at the default 30 ms, which is
     exactly the central difference of before (second order also at a recording's two ends).
     """
-    q = np.concatenate([t.q for t in trajs])
-    qd = np.concatenate([t.qd for t in trajs])
-    qdd = np.concatenate([smoothed_derivative(t.qd, t.t, window) for t in trajs])
-    u = np.concatenate([t.u for t in trajs])
+    # In float64 whatever the recordings' storage: friction fits and scales are least squares and moments.
+    q = np.concatenate([t.q for t in trajs], dtype=float)
+    qd = np.concatenate([t.qd for t in trajs], dtype=float)
+    qdd = np.concatenate([smoothed_derivative(t.qd, t.t, window) for t in trajs], dtype=float)
+    u = np.concatenate([t.u for t in trajs], dtype=float)
     return {"q": q, "qd": qd, "qdd": qdd, "u": u}
 
 

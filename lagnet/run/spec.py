@@ -5,11 +5,29 @@ import dataclasses
 import json
 import os
 
+from ..config import sources
 from .files import save_json, sha256_file
 
 SPEC_FILE = "run.json"
 # The run's own copy of a system source file (`lagnet.run.folder.keep_system_source` writes it).
 SOURCE_DIR = "system"
+
+
+# run.json's key for a module source's digest: "module:package.module".
+MODULE_KEY = "module:"
+
+
+def module_digest(config) -> dict[str, str]:
+    """{"module:NAME": SHA-256 of its source file} for a config whose system source is a module, else {}.
+
+    A module is not copied into the run (it belongs to an installed package); its digest makes a later load
+    refuse the run if the module's file changed since training."""
+    source = config.system.source
+    name = None if source is None else sources.source_module(source)
+    if name is None or config.system.name not in sources.SOURCED:
+        return {}
+    path = sources.module_file(name)
+    return {f"{MODULE_KEY}{name}": (sha256_file(path) if path else None) or "missing"}
 
 
 def source_digests(run_dir: str) -> dict[str, str]:
@@ -31,8 +49,9 @@ class RunSpec:
       which is checked against them): the step `lagnet.load(run).step` takes. Its one source.
     - `dtype`: "float32" or "float64", the precision of the saved leaves.
     - `input_history`: k, the past inputs the model reads (its inputs have m (k + 1) entries).
-    - `sources`: {"system/NAME": SHA-256} of the system source files the run keeps, recorded by `save`
-      (None for a run written before they were recorded). A run whose source differs is refused on load.
+    - `sources`: {"system/NAME": SHA-256} of the system source files the run keeps, recorded by `save`,
+      and {"module:NAME": SHA-256} of a module source's file (None for a run written before they were
+      recorded). A run whose source differs is refused on load.
     """
 
     dt: float
@@ -42,8 +61,10 @@ class RunSpec:
     sources: dict[str, str] | None = None
 
     def save(self, run_dir: str) -> None:
-        """Write run.json, with the digests of the files in `run_dir/system/` as they are now."""
-        record = {**dataclasses.asdict(self), "sources": source_digests(run_dir)}
+        """Write run.json, with the digests of the files in `run_dir/system/` as they are now (and a module
+        source's, given in `sources`)."""
+        modules = {k: v for k, v in (self.sources or {}).items() if k.startswith(MODULE_KEY)}
+        record = {**dataclasses.asdict(self), "sources": {**source_digests(run_dir), **modules}}
         save_json(os.path.join(run_dir, SPEC_FILE), record)
 
     @classmethod
@@ -72,11 +93,15 @@ class RunSpec:
     def check_source(self, run_dir: str, source_path: str | None) -> None:
         """Refuse a system source file that is not the run's own recorded copy, or whose bytes changed.
 
-        `source_path`: the file the run's config.yaml names (None: a registered system or a module). The
+        `source_path`: the file the run's config.yaml names, or the module ("package.module") it names
+        (checked against the digest of the module's file; None: a registered system). The
         check keeps a run folder from running other code than it was trained with; it is no substitute for
         trusting the folder (run.json itself can be edited): see docs/guides/security.md.
         """
         if source_path is None or self.sources is None:
+            return
+        if not sources.is_file(source_path):
+            self._check_module(run_dir, source_path)
             return
         rel = os.path.relpath(os.path.abspath(source_path), os.path.abspath(run_dir))
         rel = rel.replace(os.sep, "/")
@@ -94,4 +119,23 @@ class RunSpec:
                 + ("is missing" if digest is None else "changed since training")
                 + f" (its SHA-256 is recorded in {SPEC_FILE}); restore the file the run was trained with, "
                 "or retrain"
+            )
+
+    def _check_module(self, run_dir: str, name: str) -> None:
+        """Refuse a module source that the run did not record, or whose file changed since training."""
+        key = f"{MODULE_KEY}{name}"
+        if key not in self.sources:
+            raise ValueError(
+                f"{run_dir}: config.yaml names the module {name!r} as its system source, which the run did "
+                f"not record in {SPEC_FILE}; a run loads only the source it was trained with"
+            )
+        path = sources.module_file(name)
+        digest = (sha256_file(path) if path else None) or "missing"
+        if digest != self.sources[key]:
+            where = path or "not found on sys.path"
+            raise ValueError(
+                f"{run_dir}: the system source module {name!r} ({where}) "
+                + ("is missing" if path is None else "changed since training")
+                + f" (its SHA-256 is recorded in {SPEC_FILE}); install the version the run was trained "
+                "with, or retrain"
             )

@@ -28,7 +28,7 @@ from ..data.windows import make_windows
 from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
 from ..train.fit import TrainingDiverged, TrainState, fit, init_optimizer
 from ..train.loss import StateLoss
-from .builders import data_parallel_mesh, make_loss, make_optimizer, start_from
+from .builders import data_parallel_mesh, make_loss, make_optimizer, make_schedule, start_from
 from .callback import RunFiles
 from .checkpoints import Checkpoints
 from .files import save_json
@@ -44,7 +44,7 @@ from .identification import identify_physics, save_identified
 from .load import as_dtype, check_precision
 from .lock import locks_run_dir
 from .recordings import measured_step, sample_statistics
-from .spec import RunSpec
+from .spec import RunSpec, module_digest
 from .training_data import load_training_data
 from .validation import outlier_segments, segment_errors
 
@@ -59,6 +59,7 @@ __all__ = [
     "load_training_data",
     "make_loss",
     "make_optimizer",
+    "make_schedule",
     "run_identity",
     "train_run",
 ]
@@ -150,10 +151,14 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         resume=resume,
         progress=progress and main,
     )
-    spec = RunSpec(dt, config.dtype, config.model.input_history, __version__)
-    run_files = RunFiles(run_dir, checkpoints, config, spec, model, start_time, remove)
+    spec = RunSpec(
+        dt, config.dtype, config.model.input_history, __version__, sources=module_digest(config)
+    )
     windows = _horizons(train_trajs, tc, dtype)
-    optimizer = make_optimizer(config, max(len(windows(0)) // tc.batch_size, 1))
+    steps_per_epoch = max(len(windows(0)) // tc.batch_size, 1)
+    optimizer = make_optimizer(config, steps_per_epoch)
+    run_files = RunFiles(run_dir, checkpoints, config, spec, model, start_time, remove)
+    run_files.schedule = make_schedule(config, steps_per_epoch)
     # Loading the data, building the model and fitting its friction: what `lagnet train` does before `fit`.
     load_seconds = time.perf_counter() - start_time
     mesh = data_parallel_mesh(config.devices, tc.batch_size)

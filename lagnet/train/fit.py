@@ -91,7 +91,8 @@ class Callback:
         """Before the first epoch (not called when resuming from a state)."""
 
     def record(self, record: dict) -> None:
-        """After each epoch's losses are known: epoch, horizon, steps, train_loss, validation_loss,
+        """After each epoch's losses are known: epoch, horizon, steps, optimizer_steps (the optimiser's step
+        count, which its schedule reads: steps less the skipped ones), train_loss, validation_loss,
         validation_final_error (per coordinate) and its mean, skipped_steps; and `partial: True` for an
         epoch a budget stopped within."""
 
@@ -131,6 +132,13 @@ def init_optimizer(optimizer: optax.GradientTransformation, params) -> optax.Opt
     state of the parameters raveled into one vector, which the optimiser updates (see `make_epoch_fn`)."""
     # One compiled program, not one per operation run eagerly.
     return eqx.filter_jit(lambda p: optimizer.init(ravel_pytree(p)[0]))(params)
+
+
+def optimizer_steps(opt_state, fallback: int) -> int:
+    """The optimiser's step count: the largest `count` in its state (optax's Adam and schedules each keep one;
+    a skipped step advances none), or `fallback` for an optimiser that keeps none."""
+    counts = [int(v) for _, v in optax.tree_utils.tree_get_all_with_path(opt_state, "count")]
+    return max(counts) if counts else int(fallback)
 
 
 class EpochProgram:
@@ -381,6 +389,7 @@ class _Training:
         self.partial = j < n
         self.done_in_epoch = j
         record = {"epoch": epoch, "horizon": raw.k, "steps": self.steps}
+        record["optimizer_steps"] = optimizer_steps(self.opt_state, self.steps - self.skipped)
         record["train_loss"] = total / count if count else float("nan")
         self.score = self.validate(record)
         record["skipped_steps"] = skipped

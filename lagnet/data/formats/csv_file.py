@@ -1,5 +1,6 @@
 """CSV files (optionally gzipped): a header row of column names, optionally with units (`x [m]`), then numbers."""
 
+import codecs
 import contextlib
 import contextvars
 import csv
@@ -21,12 +22,15 @@ class CSVFormat(AbstractFormat):
 
     suffixes = (".csv", ".csv.gz")
 
-    def read(self, path: str) -> Table:
-        return _read_csv(path)
+    def read(self, path: str, dtype=np.float64, exact=()) -> Table:
+        """The file's columns in `dtype`, but those named in `exact` (time stamps) in float64."""
+        return _read_csv(path, dtype, exact)
 
 
-_BLOCK_ROWS = 65_536
-# Whether reading a large file shows a progress bar (see `reading_progress`), and from what size (characters).
+_BLOCK_ROWS = 4096
+# Bytes of the file decoded at a time.
+_CHUNK_BYTES = 1 << 18
+# Whether reading a large file shows a progress bar (see `reading_progress`), and from what size (bytes).
 _SHOW_PROGRESS = contextvars.ContextVar("lagnet_reading_progress", default=False)
 _PROGRESS_FROM = 20_000_000
 
@@ -42,29 +46,88 @@ def reading_progress(on: bool = True):
         _SHOW_PROGRESS.reset(token)
 
 
-class _Lines:
-    """The lines of a text, each with its newline, one at a time (as iterating the file gives them), and how
-    far they have been read; without a second copy of the text."""
+class _Text:
+    """The lines of a (gzipped) UTF-8 file, each with its "\n", decoded a chunk at a time: the file is never
+    held whole. `at` is how many bytes of the file (compressed, for .gz) have been read, for a progress bar;
+    `chars` how many characters have been handed out."""
 
-    def __init__(self, text: str):
-        self.text, self.at = text, 0
+    def __init__(self, path: str):
+        self.path, self.at, self.chars = path, 0, 0
+        self.size = os.path.getsize(path)
+
+    def _chunks(self):
+        decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        with open(self.path, "rb") as raw:
+            stream = gzip.GzipFile(fileobj=raw) if self.path.endswith(".gz") else raw
+            done = 0
+            while True:
+                data = stream.read(_CHUNK_BYTES)
+                self.at = raw.tell()
+                kept = len(decoder.getstate()[0])
+                try:
+                    yield decoder.decode(data, final=not data)
+                except UnicodeDecodeError as e:
+                    raise _DecodeError(
+                        e.object[e.start : e.start + 1], done - kept + e.start
+                    ) from None
+                if not data:
+                    return
+                done += len(data)
 
     def __iter__(self):
-        text, n = self.text, len(self.text)
-        while self.at < n:
-            end = text.find("\n", self.at)
-            end = n if end < 0 else end + 1
-            line, self.at = text[self.at : end], end
-            yield line
+        rest = ""
+        for text in self._chunks():
+            parts = (rest + text).split("\n")
+            rest = parts.pop()
+            for line in parts:
+                self.chars += len(line) + 1
+                yield line + "\n"
+        if rest:
+            yield rest
 
 
-def _numbers(path: str, header: list[str], rows: list[list[str]], first: int, out: dict) -> None:
-    """The cells of `rows` (rows `first` … of the file) as floats, appended to `out`'s columns."""
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(header)
-    for name, cells in zip(header, columns, strict=True):
+class _DecodeError(Exception):
+    """A byte that is not UTF-8, at `position` bytes into the (decompressed) file."""
+
+    def __init__(self, byte: bytes, position: int):
+        super().__init__(f"byte {byte!r} at {position}")
+        self.byte, self.position = byte, position
+
+
+class _Columns:
+    """Float columns filled a block of rows at a time, preallocated for the rows the file's size suggests and
+    grown by half when they are full (in place where the allocator can: `ndarray.resize`): each value is held
+    once, in its column's dtype, and a block's float64 parse is the only copy."""
+
+    def __init__(self, header: list[str], dtype, exact, rows: int):
+        self.n, self.capacity = 0, max(rows, 1)
+        self.arrays = {
+            name: np.empty(self.capacity, np.float64 if name in exact else dtype) for name in header
+        }
+
+    def reserve(self, rows: int) -> None:
+        if self.n + rows <= self.capacity:
+            return
+        self.capacity = max(self.n + rows, self.capacity + self.capacity // 2)
+        for arr in self.arrays.values():
+            arr.resize(self.capacity, refcheck=False)
+
+    def finish(self) -> dict[str, np.ndarray]:
+        for arr in self.arrays.values():
+            arr.resize(self.n, refcheck=False)
+        return self.arrays
+
+
+def _numbers(path: str, header: list[str], rows: list[list[str]], out: _Columns) -> None:
+    """The cells of `rows` (the rows after `out.n` of the file) as floats, appended to `out`'s columns."""
+    if not rows:
+        return
+    first = out.n
+    out.reserve(len(rows))
+    for name, cells in zip(header, zip(*rows, strict=True), strict=True):
         raw = [c.strip() or "nan" for c in cells]
         try:
-            out[name].append(np.array(raw, dtype=float))
+            block = np.array(raw, dtype=float)
         except ValueError:
             for i, c in enumerate(raw):
                 try:
@@ -74,6 +137,24 @@ def _numbers(path: str, header: list[str], rows: list[list[str]], first: int, ou
                         f"{path}: column {name!r} row {first + i} (line {first + i + 2}): "
                         f"cannot read {c!r} as a number"
                     ) from None
+        column = out.arrays[name]
+        _check_fits(path, name, block, column.dtype, first)
+        column[first : first + len(rows)] = block
+    out.n += len(rows)
+
+
+def _check_fits(path: str, name: str, block: np.ndarray, dtype: np.dtype, first: int) -> None:
+    """Checks that the finite values of a block (rows `first` …) stay finite in `dtype`: a cell past float32's
+    3.4e38 would silently become inf."""
+    if dtype == np.float64:
+        return
+    big = np.isfinite(block) & (np.abs(block) > np.finfo(dtype).max)
+    if big.any():
+        i = int(np.argmax(big))
+        raise ValueError(
+            f"{path}: column {name!r} row {first + i} (line {first + i + 2}) is {block[i]:g}: too large "
+            f"for {dtype.name} training (|x| <= {np.finfo(dtype).max:.2g}); a corrupt cell?"
+        )
 
 
 def _csv_header(path: str, reader) -> tuple[list[str], dict[str, str], dict[str, str]]:
@@ -92,67 +173,66 @@ def _csv_header(path: str, reader) -> tuple[list[str], dict[str, str], dict[str,
     return header, units, aliases
 
 
-def _read_csv(path: str) -> Table:
-    """The columns of a CSV file, as floats (an empty cell is NaN).
+def _read_csv(path: str, dtype=np.float64, exact=()) -> Table:
+    """The columns of a CSV file, as floats in `dtype` (those named in `exact`, or whose `name [unit]` header
+    is, in float64); an empty cell is NaN. Each cell is parsed as a float64 and then cast, so a column is the same
+    as reading the whole file in float64 and casting it.
 
     Checks that there is a header of distinct names, that every row has as many fields, that the file is valid CSV
-    and that every cell is a number. The rows are turned into numbers a block at a time.
+    and that every cell is a number. The file is decoded a chunk and turned into numbers a block of rows at a
+    time (`_Text`, `_Columns`): memory while reading is the columns plus one block.
     """
-    text = _read_text(path)
-    lines = _Lines(text)
-    reader = csv.reader(lines)
-    show = _SHOW_PROGRESS.get() and len(text) >= _PROGRESS_FROM
+    text = _Text(path)
+    reader = csv.reader(text)
     bar = tqdm(
-        total=len(text),
+        total=text.size,
         desc=f"reading {os.path.basename(path)}",
         unit="B",
         unit_scale=True,
-        disable=not show,
+        disable=not (_SHOW_PROGRESS.get() and text.size >= _PROGRESS_FROM),
     )
     try:
         header, units, aliases = _csv_header(path, reader)
-        out = {name: [] for name in header}
-        rows, done = [], 0
+        exact = set(exact) | {aliases.get(h, h) for h in exact}
+        out, rows = None, []
         for i, row in enumerate(reader):
             if not row:
                 continue
             if len(row) != len(header):
                 raise ValueError(
-                    f"{path}: row {done + len(rows)} (line {i + 2}) has {len(row)} fields, "
-                    f"the header has {len(header)}"
+                    f"{path}: row {(out.n if out else 0) + len(rows)} (line {i + 2}) has {len(row)} "
+                    f"fields, the header has {len(header)}"
                 )
             rows.append(row)
             if len(rows) == _BLOCK_ROWS:
-                _numbers(path, header, rows, done, out)
-                done, rows = done + len(rows), []
-                bar.update(lines.at - bar.n)
-        _numbers(path, header, rows, done, out)
-        bar.update(len(text) - bar.n)
+                out = out or _Columns(header, dtype, exact, _rows_in(text, len(rows)))
+                _numbers(path, header, rows, out)
+                rows = []
+                bar.update(text.at - bar.n)
+        out = out or _Columns(header, dtype, exact, len(rows))
+        _numbers(path, header, rows, out)
+        bar.update(text.size - bar.n)
     except csv.Error as e:
         # Malformed CSV (a stray carriage return, an unclosed quote): say where, not csv's traceback.
         raise ValueError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
-    finally:
-        bar.close()
-    columns = {name: np.concatenate(parts) for name, parts in out.items()}
-    return Table(path, columns, {"units": units} if units else {}, csv=True, aliases=aliases)
-
-
-def _read_text(path: str) -> str:
-    """The text of a (gzipped) CSV file: UTF-8, an Excel byte-order mark dropped; errors name the file."""
-    try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as f:
-                return f.read()
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return f.read()
-    except UnicodeDecodeError as e:
+    except _DecodeError as e:
         raise ValueError(
-            f"{path}: not a text (UTF-8) file: byte 0x{e.object[e.start : e.start + 1].hex()} at "
-            f"position {e.start} cannot be decoded (a binary file, or text saved in another encoding: "
-            f"save it as UTF-8 CSV)"
+            f"{path}: not a text (UTF-8) file: byte 0x{e.byte.hex()} at position {e.position} cannot be "
+            f"decoded (a binary file, or text saved in another encoding: save it as UTF-8 CSV)"
         ) from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise ValueError(f"{path}: not a valid gzip file ({e})") from None
+    finally:
+        bar.close()
+    return Table(path, out.finish(), {"units": units} if units else {}, csv=True, aliases=aliases)
+
+
+def _rows_in(text: _Text, rows: int) -> int:
+    """The rows a file probably holds, from the characters its first `rows` rows took (x 1.02); for a gzipped
+    file (whose size says little) twice those rows, grown as needed."""
+    if text.path.endswith(".gz") or text.chars <= 0:
+        return 2 * rows
+    return int(rows * text.size / text.chars * 1.02) + 1
 
 
 def _check_delimiter(path: str, header: str) -> None:

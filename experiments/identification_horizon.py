@@ -25,7 +25,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OUT = os.path.join(HERE, "out", "identification_horizon")
+OUT = os.path.join(HERE, "out", "identification_horizon")  # --name's runs: out/NAME/
 CONFIG = os.path.join(ROOT, "configs", "cartpole_control.yaml")
 
 
@@ -36,20 +36,22 @@ def validation_starts() -> np.ndarray:
     return np.stack([x, tilts, np.zeros(6), np.zeros(6)], axis=1)
 
 
-def run_one(horizon: str, seed: int) -> dict:
+def run_one(
+    horizon: str, seed: int, sets: tuple[str, ...] = (), tag: str = "", out: str = OUT
+) -> dict:
     from lagnet.config import load_config
     from lagnet.control import load
     from lagnet.control.evaluation import evaluate_lqr, evaluate_mpc, swing_up_starts
     from lagnet.run.training import train_run
     from lagnet.simulate import CartPoleRig
 
-    run_dir = os.path.join(OUT, f"h{horizon}_s{seed}")
+    run_dir = os.path.join(out, f"h{horizon}{tag}_s{seed}")
     cache = os.path.join(run_dir, "identification_horizon.json")
     if os.path.exists(cache):
         with open(cache) as f:
             return json.load(f)
     if not os.path.exists(os.path.join(run_dir, "summary.json")):
-        sets = [f"seed={seed}", f"model.identification.horizon={horizon}"]
+        sets = [f"seed={seed}", f"model.identification.horizon={horizon}", *sets]
         train_run(load_config(CONFIG, sets), run_dir, progress=False, overwrite=True)
     dyn, rig = load(run_dir), CartPoleRig()
     result = {"lqr": evaluate_lqr(dyn, rig)[0]}
@@ -95,13 +97,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizons", nargs="+", default=["2", "training", "1", "4"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--variant",
+        nargs="+",
+        default=[],
+        metavar="HORIZON:KEY=VALUE",
+        help="also a horizon with config overrides (e.g. 2:model.zero_at_rest=true), a row of its own",
+    )
+    parser.add_argument("--name", default="identification_horizon", help="the table's file name")
     args = parser.parse_args()
+    rows = [(h, h, ()) for h in args.horizons]
+    for item in args.variant:
+        horizon, sets = item.split(":", 1)
+        rows.append((f"{horizon}, {sets}", horizon, tuple(sets.split(","))))
     results = {}
-    for horizon in args.horizons:
-        results[horizon] = {}
+    for row, horizon, sets in rows:
+        results[row] = {}
+        tag = "".join("_" + s.rsplit(".", 1)[-1].replace("=", "-") for s in sets)
         for seed in args.seeds:
-            results[horizon][str(seed)] = r = run_one(horizon, seed)
-            print(f"horizon {horizon} seed {seed}: {json.dumps(r)}", file=sys.stderr, flush=True)
+            out = os.path.join(HERE, "out", args.name)
+            results[row][str(seed)] = r = run_one(horizon, seed, sets, tag, out)
+            print(f"{row} seed {seed}: {json.dumps(r)}", file=sys.stderr, flush=True)
 
     def validation(h):
         runs = results[h].values()
@@ -110,10 +126,10 @@ def main():
         )
 
     chosen = max(results, key=validation)
-    with open(os.path.join(HERE, "out", "identification_horizon.json"), "w") as f:
+    with open(os.path.join(HERE, "out", f"{args.name}.json"), "w") as f:
         json.dump({"chosen": chosen, "results": results}, f, indent=1)
     text = table(results, chosen)
-    with open(os.path.join(HERE, "out", "identification_horizon.md"), "w") as f:
+    with open(os.path.join(HERE, "out", f"{args.name}.md"), "w") as f:
         f.write(text + "\n")
     print(text)
 

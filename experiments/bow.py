@@ -1,7 +1,7 @@
 """The bowed oscillator: the centred implicit scheme with a warm-started Newton solve, stick–slip, the sawtooth.
 
 u'' = −ω0² u − F_B φ(u' − v_B) with the lecture's soft friction curve (σ = 100, f0 = 200 Hz, v_B = 0.2,
-44.1 kHz), as `lagnet.systems.bowed.BowedOscillator` stepped by `lagnet.integrators.CentredImplicit` through
+44.1 kHz), as `lagnet.systems.lecture.bowed.BowedOscillator` stepped by `lagnet.integrators.CentredImplicit` through
 `lagnet.rollout`. Printed per bow force: the uniqueness bound k ≤ 2/(F_B max(−φ')), Newton iterations per
 step, the fraction of time slipping, the oscillation frequency and amplitude (beside the lecture code's), and
 the energy balance 𝔥^{n+½} − 𝔥^{n−½} = −k F_B φ(η)(η + v_B) (residual at rounding level).
@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 from lagnet.integrators import CentredImplicit, centred_velocities  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
-from lagnet.systems.bowed import BowedOscillator, SoftFriction  # noqa: E402
+from lagnet.systems.lecture.bowed import BowedOscillator, SoftFriction  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"

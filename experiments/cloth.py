@@ -1,7 +1,7 @@
 """Cloth as a mass-spring network: explicit symplectic Euler at small steps, explosion at a large one, and
 backward Euler with one Newton step and a matrix-free CG solve at 1/60 s (the lecture's three panels).
 
-`lagnet.systems.cloth.Cloth` (12 × 12 nodes, structural + shear springs, two pinned corners, gravity, drag;
+`lagnet.systems.lecture.cloth.Cloth` (12 × 12 nodes, structural + shear springs, two pinned corners, gravity, drag;
 m = 0.01, c = 0.002, K_s = 2000) rolled out to t = 0.6 s by `lagnet.rollout` with `SymplecticEuler` at
 h = 1/2000 and 1/400 and with `lagnet.integrators.LinearlyImplicitEuler` at h = 1/60. A run "explodes" at the
 first step where a node leaves |x| ≤ 5 or turns non-finite (the lecture's test). Compute times exclude the one-off
@@ -25,7 +25,7 @@ from lagnet.integrators import (
     SymplecticEuler,  # noqa: E402
 )
 from lagnet.rollout import rollout_solution  # noqa: E402
-from lagnet.systems.cloth import Cloth  # noqa: E402
+from lagnet.systems.lecture.cloth import Cloth  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"

@@ -1,6 +1,6 @@
 """Hammer/mallet contact on an oscillator: contact time and force spectrum for three strike speeds.
 
-The lecture's model (ω0 = 2π·400, M_r = 0.2, ω_H = 3000, α = 3, 44.1 kHz) as `lagnet.systems.hammer.Hammer`,
+The lecture's model (ω0 = 2π·400, M_r = 0.2, ω_H = 3000, α = 3, 44.1 kHz) as `lagnet.systems.lecture.hammer.Hammer`,
 stepped by lagnet's explicit `Leapfrog` (its positions obey the lecture's central difference
 u^{n+1} = 2u^n − u^{n−1} + k² a(u^n) exactly). A harder strike gives a shorter contact and a brighter force
 spectrum; the discrete energy 𝔥 is conserved to rounding out of contact and changes only by a small jump across
@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 from lagnet.integrators import Leapfrog  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
-from lagnet.systems.hammer import Hammer  # noqa: E402
+from lagnet.systems.lecture.hammer import Hammer  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"

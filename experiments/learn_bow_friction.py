@@ -29,9 +29,9 @@ from _learn import concatenate_windows, one_step_windows, train  # noqa: E402
 
 from lagnet.integrators import CentredImplicit, centred_velocities  # noqa: E402
 from lagnet.models import PINODE, StateFeatures  # noqa: E402
-from lagnet.models.passive import PassiveFriction  # noqa: E402
+from lagnet.models.lecture.passive import PassiveFriction  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
-from lagnet.systems.bowed import BowedOscillator, SoftFriction  # noqa: E402
+from lagnet.systems.lecture.bowed import BowedOscillator, SoftFriction  # noqa: E402
 from lagnet.train.loss import StateLoss  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)

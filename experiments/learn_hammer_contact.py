@@ -25,9 +25,9 @@ from _learn import concatenate_windows, one_step_windows, train  # noqa: E402
 
 from lagnet.integrators import Leapfrog  # noqa: E402
 from lagnet.models import PINODE, StateFeatures  # noqa: E402
-from lagnet.models.passive import ContactNetwork  # noqa: E402
+from lagnet.models.lecture.passive import ContactNetwork  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
-from lagnet.systems.hammer import Hammer, contact_force  # noqa: E402
+from lagnet.systems.lecture.hammer import Hammer, contact_force  # noqa: E402
 from lagnet.train.loss import StateLoss  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)

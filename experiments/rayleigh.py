@@ -1,6 +1,6 @@
 """Rayleigh's oscillator u'' = (μ − u'²) u' − u: the bifurcation diagram, and how numerics moves the onset.
 
-`lagnet.systems.rayleigh.Rayleigh` rolled out by lagnet's RK4 (h = 0.02, "exact"), ForwardEuler and
+`lagnet.systems.lecture.rayleigh.Rayleigh` rolled out by lagnet's RK4 (h = 0.02, "exact"), ForwardEuler and
 BackwardEuler (h = 0.2) for 161 values of μ at once (`jax.vmap` over the system), amplitude = max |u| over the
 last 20 of 300 time units, as in the lecture. The onsets are measured two ways: from the diagram (first μ with
 amplitude > 0.01, the lecture code's grid) and exactly, by bisection on the spectral radius of the step Jacobian
@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 from lagnet.analysis import hopf_onset, limit_cycle_amplitude  # noqa: E402
 from lagnet.integrators import RK4, BackwardEuler, ForwardEuler, Leapfrog, SymplecticEuler  # noqa: E402
-from lagnet.systems.rayleigh import Rayleigh  # noqa: E402
+from lagnet.systems.lecture.rayleigh import Rayleigh  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).resolve().parent / "out"

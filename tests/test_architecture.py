@@ -170,3 +170,73 @@ def test_overrides_of_concrete_methods_do_not_grow():
     found = tool["overrides"]()
     assert len(found) <= MAX_CONCRETE_OVERRIDES, found
     assert not [line for line in found if line.startswith("lagnet.simulate.")], found
+
+
+# Lecture-only code: the lecture notes' oscillators and networks, in subpackages of their layer.
+LECTURE = ("lagnet.systems.lecture", "lagnet.models.lecture")
+# The only generic modules that may import them: the parent packages' re-exports and the config registry.
+LECTURE_IMPORTERS = {
+    "lagnet/systems/__init__.py",
+    "lagnet/models/__init__.py",
+    "lagnet/config/registry.py",
+}
+
+
+def _absolute_imports(path: Path):
+    """(line, module) for every import in `path`, relative ones resolved; `from a import b` gives a.b too."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    package = parts if parts[-1] == "__init__" else parts[:-1]
+    package = [p for p in package if p != "__init__"]
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            yield node.lineno, module
+            yield from ((node.lineno, f"{module}.{a.name}") for a in node.names)
+
+
+def _is_lecture(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in LECTURE)
+
+
+def test_resolving_imports_finds_the_lecture_modules():
+    """The check below sees the re-exports it allows, so it would see any other import of them."""
+    found = {m for _, m in _absolute_imports(PACKAGE / "systems" / "__init__.py")}
+    assert "lagnet.systems.lecture.bowed.BowedOscillator" in found
+    found = {m for _, m in _absolute_imports(PACKAGE / "systems" / "lecture" / "bowed.py")}
+    assert {
+        "lagnet.systems.lecture._oscillator",
+        "lagnet.systems._params",
+        "lagnet._types",
+    } <= found
+
+
+def test_only_the_registries_import_the_lecture_code():
+    """No generic module of lagnet imports `lagnet.systems.lecture` or `lagnet.models.lecture`, nor their classes
+    through the parent packages' re-exports, except those re-exports and the config registry."""
+    import lagnet.models.lecture as lecture_models
+    import lagnet.systems.lecture as lecture_systems
+
+    reexported = {
+        f"{parent}.{name}"
+        for parent, module in (
+            ("lagnet.systems", lecture_systems),
+            ("lagnet.models", lecture_models),
+        )
+        for name in vars(module)
+        if not name.startswith("_") and isinstance(vars(module)[name], type)
+    }
+    assert "lagnet.systems.Cloth" in reexported and "lagnet.models.PassiveFriction" in reexported
+    offenders = []
+    for f in sorted(PACKAGE.rglob("*.py")):
+        rel = f.relative_to(ROOT).as_posix()
+        if rel in LECTURE_IMPORTERS or any(
+            rel.startswith(p.replace(".", "/") + "/") for p in LECTURE
+        ):
+            continue
+        for line, module in _absolute_imports(f):
+            if _is_lecture(module) or module in reexported:
+                offenders.append(f"{rel}:{line}: {module}")
+    assert not offenders, offenders

@@ -18,12 +18,12 @@ from lagnet.integrators import (
     centred_velocities,
 )
 from lagnet.models import PINODE, StateFeatures
-from lagnet.models.passive import ContactNetwork, PassiveFriction
+from lagnet.models.lecture.passive import ContactNetwork, PassiveFriction
 from lagnet.rollout import rollout, rollout_solution
-from lagnet.systems.bowed import BowedOscillator, SoftFriction
-from lagnet.systems.cloth import Cloth
-from lagnet.systems.hammer import Hammer
-from lagnet.systems.rayleigh import Rayleigh
+from lagnet.systems.lecture.bowed import BowedOscillator, SoftFriction
+from lagnet.systems.lecture.cloth import Cloth
+from lagnet.systems.lecture.hammer import Hammer
+from lagnet.systems.lecture.rayleigh import Rayleigh
 
 K = 1.0 / 44100
 

@@ -4,7 +4,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import lineax as lx
 
-from ..systems.cloth import AbstractSpringNetwork
+from ..systems.springs import AbstractSpringNetwork
 from .base import AbstractIntegrator, StepInfo
 
 

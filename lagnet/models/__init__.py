@@ -7,9 +7,9 @@ from .features import StateFeatures as StateFeatures
 from .friction import fit_friction as fit_friction
 from .friction import residual_force as residual_force
 from .history import InputHistory as InputHistory
+from .lecture.passive import ContactNetwork as ContactNetwork
+from .lecture.passive import PassiveFriction as PassiveFriction
 from .mlp import make_mlp as make_mlp
-from .passive import ContactNetwork as ContactNetwork
-from .passive import PassiveFriction as PassiveFriction
 from .pinode import PINODE as PINODE
 from .pinode import start_physics_from as start_physics_from
 from .potential import LearnedPotential as LearnedPotential

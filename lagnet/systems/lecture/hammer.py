@@ -5,9 +5,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import Array, Float, InputMatrix, MassMatrix, Q, QDot, Scalar
-from ._params import as_param, check_positive, concrete
-from .base import AbstractSystem
+from ..._types import Array, Float, InputMatrix, MassMatrix, Q, QDot, Scalar
+from .._params import as_param, check_positive, concrete
+from ..base import AbstractSystem
 
 
 def contact_force(compression: Float[Array, "..."], omega_h, alpha) -> Float[Array, "..."]:

@@ -4,8 +4,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
-from .base import AbstractSystem
+from ..._types import InputMatrix, MassMatrix, Q, QDot, Scalar
+from ..base import AbstractSystem
 
 
 class AbstractUnitOscillator(AbstractSystem):

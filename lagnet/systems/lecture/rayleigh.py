@@ -3,9 +3,9 @@
 import jax
 import jax.numpy as jnp
 
-from .._types import Q, QDot, Scalar
+from ..._types import Q, QDot, Scalar
+from .._params import as_param, check_positive
 from ._oscillator import AbstractUnitOscillator
-from ._params import as_param, check_positive
 
 
 class Rayleigh(AbstractUnitOscillator):

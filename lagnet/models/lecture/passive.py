@@ -10,8 +10,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import Array, Float
-from .mlp import make_mlp
+from ..._types import Array, Float
+from ..mlp import make_mlp
 
 
 def _scalar_mlp(width: int, depth: int, activation: str, *, key) -> eqx.nn.MLP:

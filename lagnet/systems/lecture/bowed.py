@@ -4,9 +4,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._types import Array, Float, Q, QDot, Scalar, U
+from ..._types import Array, Float, Q, QDot, Scalar, U
+from .._params import as_param, check_positive
 from ._oscillator import AbstractUnitOscillator
-from ._params import as_param, check_positive
 
 
 class SoftFriction(eqx.Module):

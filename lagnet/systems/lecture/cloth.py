@@ -1,15 +1,13 @@
 """Cloth as a mass-spring network: a square grid with structural and shear springs, pinned corners, gravity, drag."""
 
-import abc
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._types import Array, Float, InputMatrix, Int, MassMatrix, Q, QDot, Scalar
-from ._params import as_param, check_positive
-from .base import AbstractSystem
+from ..._types import Array, Float, InputMatrix, Int, MassMatrix, Q, QDot, Scalar
+from .._params import as_param, check_positive
+from ..springs import AbstractSpringNetwork
 
 
 def cloth_grid(n: int, size: float):
@@ -31,22 +29,6 @@ def cloth_grid(n: int, size: float):
     springs = np.vstack([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs])
     rest = np.linalg.norm(positions[springs[:, 1]] - positions[springs[:, 0]], axis=1)
     return positions, springs, rest, np.array([idx[0, 0], idx[0, -1]])
-
-
-class AbstractSpringNetwork(AbstractSystem):
-    """Point masses on springs, what `lagnet.integrators.LinearlyImplicitEuler` solves matrix-free:
-
-        m q̈ = f(q, q̇) = −∇V(q) − c q̇ (+ Q),   M = m I,   K̃(q) ≈ −∂f/∂q symmetric positive semidefinite,
-
-    with the scalars m = `mass` and c = `drag`, f = `generalised_force(q, q̇)` and K̃ p = `stiffness_matvec(q, p)`.
-    """
-
-    mass: eqx.AbstractVar[jax.Array]
-    drag: eqx.AbstractVar[jax.Array]
-
-    @abc.abstractmethod
-    def stiffness_matvec(self, q: Q, p: Float[Array, " n"]) -> Float[Array, " n"]:
-        """K̃(q) p, the SPD part of the stiffness −∂f/∂q applied to p, without assembling K̃."""
 
 
 class Cloth(AbstractSpringNetwork):

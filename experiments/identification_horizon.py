@@ -2,18 +2,20 @@
 
 The control config's data is mostly closed-loop: a feedback law keeps correcting the unstable pole. Identified over
 long rollout windows, the physics can pass those corrections off as damping (the cart's viscous friction comes out
-3-4x the rig's and its Coulomb friction at its bound of 0); over one or two steps it is fitted to the equation
-error, which the feedback cannot bias. For each `model.identification.horizon` and training seed this trains
-configs/cartpole_control.yaml and runs the swing-up MPC on the simulated rig from validation starts (other cart
-positions and tilts than `lagnet evaluate --control`'s) and from the test starts, and LQR from its 14 starts.
+3-4x the rig's and its Coulomb friction at its bound of 0); over one or two steps it is fitted close to the
+equation error, where the feedback's corrections cannot accumulate. For each `model.identification.horizon` and
+training seed this trains configs/cartpole_control.yaml and runs the swing-up MPC on the simulated rig from
+validation starts (other cart positions and tilts than `lagnet evaluate --control`'s) and from the test starts, and
+LQR from its 14 starts.
 
 The horizon is chosen by the validation successes over the seeds (ties: the lower mean validation cost); the test
 starts are reported, never used to choose.
 
     python experiments/identification_horizon.py [--horizons 2 training 1 4] [--seeds 0 1 2]
 
-Runs go to experiments/out/identification_horizon/h{H}_s{S}/ (each evaluated once, cached in its
-identification_horizon.json); the table to experiments/out/identification_horizon.{json,md}.
+`--variant 2:model.zero_at_rest=true` adds a row of a horizon with config overrides; `--name` names the table.
+Runs go to runs/identification_horizon/NAME/h{H}_s{S}/ (each evaluated once, cached in its
+identification_horizon.json); the table to experiments/out/NAME.{json,md}.
 """
 
 import argparse
@@ -25,7 +27,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OUT = os.path.join(HERE, "out", "identification_horizon")  # --name's runs: out/NAME/
 CONFIG = os.path.join(ROOT, "configs", "cartpole_control.yaml")
 
 
@@ -36,9 +37,9 @@ def validation_starts() -> np.ndarray:
     return np.stack([x, tilts, np.zeros(6), np.zeros(6)], axis=1)
 
 
-def run_one(
-    horizon: str, seed: int, sets: tuple[str, ...] = (), tag: str = "", out: str = OUT
-) -> dict:
+def run_one(out: str, horizon: str, seed: int, sets: tuple[str, ...] = (), tag: str = "") -> dict:
+    """The closed-loop results of the config identified over `horizon` with `sets`, trained with `seed` (trained
+    and evaluated into `out` once, then read from there)."""
     from lagnet.config import load_config
     from lagnet.control import load
     from lagnet.control.evaluation import evaluate_lqr, evaluate_mpc, swing_up_starts
@@ -111,19 +112,17 @@ def main():
         horizon, sets = item.split(":", 1)
         rows.append((f"{horizon}, {sets}", horizon, tuple(sets.split(","))))
     results = {}
+    out = os.path.join(ROOT, "runs", "identification_horizon", args.name)
     for row, horizon, sets in rows:
         results[row] = {}
         tag = "".join("_" + s.rsplit(".", 1)[-1].replace("=", "-") for s in sets)
         for seed in args.seeds:
-            out = os.path.join(HERE, "out", args.name)
-            results[row][str(seed)] = r = run_one(horizon, seed, sets, tag, out)
+            results[row][str(seed)] = r = run_one(out, horizon, seed, sets, tag)
             print(f"{row} seed {seed}: {json.dumps(r)}", file=sys.stderr, flush=True)
 
-    def validation(h):
-        runs = results[h].values()
-        return sum(r["validation"]["success"] for r in runs), -np.mean(
-            [r["validation"]["cost"] for r in runs]
-        )
+    def validation(row):
+        successes = sum(r["validation"]["success"] for r in results[row].values())
+        return successes, -_mean_cost(results[row], "validation")
 
     chosen = max(results, key=validation)
     with open(os.path.join(HERE, "out", f"{args.name}.json"), "w") as f:

@@ -8,7 +8,7 @@ from collections.abc import Hashable
 
 import yaml
 
-from .schema import MODEL_SECTIONS, Config, ConfigError, model_types_reading, validate
+from .schema import Config, ConfigError, drop_other_types, validate
 from .sources import is_file, split_source
 
 
@@ -25,7 +25,7 @@ def load_config(
     user = _read_yaml(path)
     user = {} if user is None else user
     if saved and isinstance(user, dict) and isinstance(user.get("model"), dict):
-        _drop_other_types(user["model"], user["model"].get("type", "pinode"))
+        drop_other_types(user["model"], user["model"].get("type", "pinode"))
     for item in overrides:
         apply_override(user, item, source=path)
     check_printable(user, source=path)
@@ -103,16 +103,7 @@ def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
     if parts == ["model", "type"]:
         # Another model type (`--set model.type=pure_ode` on a PINODE config): the file's keys of the old type
         # that the new one does not read are dropped.
-        _drop_other_types(node, value)
-
-
-def _drop_other_types(model: dict, kind: object) -> None:
-    """Remove from a model mapping the keys of other types than `kind` (a key of no type stays, to be refused
-    by name; an unknown `kind` is left for validation to refuse)."""
-    if kind not in MODEL_SECTIONS:
-        return
-    for name in [k for k in model if model_types_reading(k) and kind not in model_types_reading(k)]:
-        del model[name]
+        drop_other_types(node, value)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -679,16 +679,9 @@ class Config(_Section):
         `config.replace(training={"epochs": 3})`."""
         changes = {**(changes or {}), **sections}
         base = self.to_dict()
-        kind = (
-            changes.get("model", {}).get("type")
-            if isinstance(changes.get("model"), Mapping)
-            else None
-        )
-        if kind in MODEL_SECTIONS and kind != self.model.type:
+        if isinstance(changes.get("model"), Mapping) and "type" in changes["model"]:
             # Another model type keeps only the keys it also reads.
-            base["model"] = {
-                k: v for k, v in base["model"].items() if MODEL_SECTIONS[kind].reads(k)
-            }
+            drop_other_types(base["model"], changes["model"]["type"])
         return validate(_merge(base, changes))
 
 
@@ -795,6 +788,15 @@ def _build_model(user: Any, path: str, where: str) -> ModelConfig:
 def model_types_reading(key: object) -> tuple[str, ...]:
     """The model types whose section has `key`, e.g. ("pinode", "blackbox", "potential") for "width"."""
     return tuple(kind for kind, cls in MODEL_SECTIONS.items() if cls.reads(key))
+
+
+def drop_other_types(model: dict, kind: object) -> None:
+    """Remove from a model mapping, in place, the keys that only other types than `kind` read (a key of no type
+    stays, to be refused by name; an unknown `kind` is left for validation to refuse)."""
+    if kind not in MODEL_SECTIONS:
+        return
+    for name in [k for k in model if (readers := model_types_reading(k)) and kind not in readers]:
+        del model[name]
 
 
 def model_fields() -> dict[str, dataclasses.Field]:

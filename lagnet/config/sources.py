@@ -108,7 +108,7 @@ def _refuse_untrusted(what: str, key: str) -> None:
         )
 
 
-def _check_module_allowed(location: str, key: str) -> None:
+def check_module_allowed(location: str, key: str) -> None:
     """A module source: not Python's own, in a package the user listed, and code trusted."""
     top = location.split(".")[0]
     if top in _STDLIB:
@@ -124,9 +124,6 @@ def _check_module_allowed(location: str, key: str) -> None:
             f"({HOW_TO_TRUST})"
         )
     _refuse_untrusted(f"the module {location!r}", key)
-
-
-check_module_allowed = _check_module_allowed
 
 
 def split_source(source: str) -> tuple[str, str | None]:
@@ -161,7 +158,7 @@ def _module(location: str, key: str):
     """The Python module at `location`: a .py file (imported under a name derived from its path) or a module
     of a trusted package; only with code trusted (`trust_code`)."""
     if not is_file(location):
-        _check_module_allowed(location, key)
+        check_module_allowed(location, key)
         try:
             return importlib.import_module(location)
         except ImportError as e:

@@ -20,14 +20,16 @@ class RunFiles(Callback):
     all been built: a run that fails validation leaves the directory as it was.
     """
 
-    def __init__(self, run_dir, checkpoints, config, spec, model, start_time, remove=()):
+    def __init__(
+        self, run_dir, checkpoints, config, spec, model, start_time, remove=(), schedule=None
+    ):
         self.run_dir, self.checkpoints, self.config, self.spec = run_dir, checkpoints, config, spec
         self.start_time, self.remove = start_time, list(remove)
         self.static = eqx.partition(model, model.trainable())[1]
         self.ckpt = checkpoints.folder
         self.metrics = os.path.join(run_dir, "metrics.jsonl")
         # The learning rate after n optimiser steps (`make_schedule`), recorded with each epoch; None: not recorded.
-        self.schedule = None
+        self.schedule = schedule
 
     def open(self, restored):
         """Replace the old run (`--overwrite`), write the config and spec, and on resume bring metrics.jsonl,

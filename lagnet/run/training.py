@@ -157,8 +157,8 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
     windows = _horizons(train_trajs, tc, dtype)
     steps_per_epoch = max(len(windows(0)) // tc.batch_size, 1)
     optimizer = make_optimizer(config, steps_per_epoch)
-    run_files = RunFiles(run_dir, checkpoints, config, spec, model, start_time, remove)
-    run_files.schedule = make_schedule(config, steps_per_epoch)
+    schedule = make_schedule(config, steps_per_epoch)
+    run_files = RunFiles(run_dir, checkpoints, config, spec, model, start_time, remove, schedule)
     # Loading the data, building the model and fitting its friction: what `lagnet train` does before `fit`.
     load_seconds = time.perf_counter() - start_time
     mesh = data_parallel_mesh(config.devices, tc.batch_size)

@@ -37,7 +37,8 @@ def test_each_type_reads_only_its_keys():
     names = {
         kind: {f.name for f in dataclasses.fields(cls)} for kind, cls in MODEL_SECTIONS.items()
     }
-    assert names["known"] == {"type", "friction"}
+    assert names["known"] == {"type", "friction", "input_limit"}
+    assert model_types_reading("input_limit") == ("pinode", "pure_ode", "blackbox", "known")
     assert {"width", "gate", "zero_init", "identification", "start_from"} <= names["pinode"]
     assert "width" not in names["pure_ode"] and "learn_parameters" in names["pure_ode"]
     assert {"learn_mass", "dissipation"} <= names["potential"] and "friction" not in names[

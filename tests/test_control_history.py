@@ -14,7 +14,7 @@ from lagnet.systems import CartPole
 K = 2  # the model reads u_t, u_{t−1}, u_{t−2}
 
 
-def cartpole(history: int) -> Dynamics:
+def cartpole(history: int, limit: tuple[float, ...] | None = None) -> Dynamics:
     """A cart-pole PINODE whose random network sees the last `history` inputs (they change its forces)."""
     system = CartPole()
     features = StateFeatures(system.angles, 1 + history)
@@ -28,7 +28,9 @@ def cartpole(history: int) -> Dynamics:
         zero_output=False,
         key=jax.random.key(0),
     )
-    model = PINODE(system, network=net, features=features, input_history=history)
+    model = PINODE(
+        system, network=net, features=features, input_history=history, input_limit=limit
+    )
     return Dynamics(model, RK4(), 0.02)
 
 
@@ -105,3 +107,58 @@ def test_f_called_eagerly_rounds_as_compiled(dyn):
     np.testing.assert_array_equal(
         dyn.step(np.asarray(xs[0]), np.asarray(us[0])), dyn.step(xs[0], us[0])
     )
+
+
+# --- the actuator's saturation (`input_limit`) ---------------------------------------------------------------
+
+
+def test_input_limit_saturates_the_current_and_past_inputs(dyn):
+    """The model reads each stacked input clipped to ±limit: beyond it the command changes nothing, within it
+    the model is the unlimited one, and at the limit the slope is the unlimited model's (1, not clip's 1/2)."""
+    limited = cartpole(K, (1.5,))
+    q, qd = X0[:2], X0[2:]
+    f, f_lim = dyn.model.acceleration, limited.model.acceleration
+    over = jnp.array([4.0, -3.0, 2.5])  # u_t, u_{t−1}, u_{t−2}
+    np.testing.assert_array_equal(f_lim(q, qd, over), f(q, qd, jnp.clip(over, -1.5, 1.5)))
+    within = jnp.array([1.0, -0.5, 1.2])
+    np.testing.assert_array_equal(f_lim(q, qd, within), f(q, qd, within))
+    at = jnp.array([1.5, -1.5, 0.3])
+    slope, slope_lim = (jax.jacfwd(lambda u, g=g: g(q, qd, u))(at) for g in (f, f_lim))
+    np.testing.assert_allclose(slope_lim, slope, rtol=1e-6)
+    beyond = jax.jacfwd(lambda u: f_lim(q, qd, u))(over)
+    np.testing.assert_array_equal(beyond, 0.0)
+    # The physics' own prior keeps the limit.
+    assert limited.model.known_mechanics().input_limit == (1.5,)
+
+
+def test_input_limit_in_a_config(tmp_path):
+    """`model.input_limit`: one number for all inputs, or one per input (a wrong count names the key); the
+    recordings a run trains on are the delivered inputs, saturated like the model's."""
+    from lagnet.config import ConfigError, validate
+    from lagnet.config.models import input_limit
+    from lagnet.run import load_recordings
+
+    config = validate(
+        {
+            "system": {"name": "cartpole"},
+            "model": {"type": "pure_ode", "input_limit": 2.0},
+            "data": {
+                "train": "data/sim/cartpole_train.npz",
+                "mapping": {
+                    "time": "t",
+                    "positions": ["x", "phi"],
+                    "velocities": ["x_dot", "phi_dot"],
+                    "inputs": ["force"],
+                },
+            },
+        }
+    )
+    system = CartPole()
+    assert input_limit(config, system) == (2.0,)
+    u = np.concatenate([t.u for t in load_recordings(config, system, ["data/sim/cartpole_train.npz"])])
+    assert np.max(np.abs(u)) == 2.0
+    bad = config.replace(model={"input_limit": [1.0, 2.0]})
+    with pytest.raises(ConfigError, match=r"model\.input_limit: CartPole has 1 input\(s\)"):
+        input_limit(bad, system)
+    with pytest.raises(ConfigError, match=r"model\.input_limit"):
+        validate({"model": {"type": "pinode", "input_limit": -1}})

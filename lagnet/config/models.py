@@ -61,6 +61,20 @@ def output_scale(setting, size: int, target=None, key: str = "model.output_scale
     return 3 * np.where(spread > 1e-12, spread, 1.0)
 
 
+def input_limit(config, system: AbstractSystem) -> tuple[float, ...] | None:
+    """`model.input_limit` as one limit per input of the system (None: unlimited)."""
+    limit = config.model.input_limit
+    if limit is None:
+        return None
+    values = limit if isinstance(limit, list) else [limit] * system.n_inputs
+    if len(values) != system.n_inputs:
+        raise ConfigError(
+            f"model.input_limit: {type(system).__name__} has {system.n_inputs} input(s) "
+            f"{list(system.input_names)}, got {len(values)} limit(s) {values}"
+        )
+    return tuple(float(v) for v in values)
+
+
 def _features(config, system: AbstractSystem, stats) -> StateFeatures:
     mc = config.model
     names = system.cyclic_coordinates if mc.hide_position == "cyclic" else mc.hide_position
@@ -157,7 +171,12 @@ def _learn_parameters(config, system: AbstractSystem) -> dict:
 
 def build_known(config, system: AbstractSystem, stats, *, key) -> PINODE:
     """The known system with any given friction, q̈ = M⁻¹ (B u + Q_f − C q̇ − G); nothing is trained."""
-    return PINODE(system, friction=_friction(config, system, stats), friction_trainable=False)
+    return PINODE(
+        system,
+        friction=_friction(config, system, stats),
+        friction_trainable=False,
+        input_limit=input_limit(config, system),
+    )
 
 
 def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
@@ -168,6 +187,7 @@ def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         friction=_friction(config, system, stats),
         learn_parameters=_learn_parameters(config, system),
         input_history=mc.input_history,
+        input_limit=input_limit(config, system),
         friction_trainable=mc.friction.trainable,
     )
 
@@ -214,6 +234,7 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         force_on=force_on,
         output_scale=scale,
         input_history=mc.input_history,
+        input_limit=input_limit(config, system),
         friction_trainable=mc.friction.trainable,
         region=region,
         zero_at_rest=mc.zero_at_rest,
@@ -226,7 +247,9 @@ def build_blackbox(config, system: AbstractSystem, stats, *, key) -> BlackBox:
     features = _features(config, system, stats)
     scale = output_scale(mc.output_scale, system.n_dof, None if stats is None else stats["qdd"])
     network = _mlp(config, features, system.n_dof, zero=False, key=key)
-    return BlackBox(system, network, features, scale, mc.input_history)
+    return BlackBox(
+        system, network, features, scale, mc.input_history, input_limit(config, system)
+    )
 
 
 def build_potential(config, system: AbstractSystem, stats, *, key) -> LearnedPotential:

@@ -92,6 +92,12 @@ def _output_scale(x):
     return "must be > 0, a list, or auto"
 
 
+def _input_limit(x):
+    values = x if isinstance(x, list) else [x]
+    bad = [v for v in values if not _is_real(v) or not v > 0]
+    return f"must be a number > 0 or a list of them (one per input), got {bad}" if bad or not values else None
+
+
 def _is_real(x) -> bool:
     """A finite int or float (not a bool: YAML's true is no number)."""
     if isinstance(x, bool) or not isinstance(x, int | float):
@@ -277,6 +283,7 @@ class ModelConfig(_Section):
     # What a section without these keys amounts to, for the code that reads any model's section. Class
     # attributes, not fields (no annotation): the sections that read a key declare it as a field.
     input_history = 0  # sees no past inputs
+    input_limit = None  # reads its inputs unsaturated
     zero_init = False  # has no network starting at zero: does not start as its physics
     start_from = None  # starts from no other run's physics
     identification = IdentificationConfig(method="none")  # has no physics to identify
@@ -331,6 +338,21 @@ class _OutputKeys:
 
 
 @dataclasses.dataclass(frozen=True)
+class _InputKeys:
+    """The keys of a model that reads the system's inputs."""
+
+    input_limit: int | float | list | None = option(
+        None,
+        (int, float, list),
+        "the actuator's saturation: the model reads each input (and each past input) clipped to ±this, as "
+        "the drive delivers it; a number for all inputs or one per input; null: unlimited. Set it when the "
+        "data records commands beyond what the actuator delivers",
+        _input_limit,
+        nullable=True,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
 class _FrictionKeys:
     """The keys of a model with the known physics' friction."""
 
@@ -361,7 +383,7 @@ class _PhysicsKeys(_FrictionKeys):
 
 # The keys' groups are listed last first (dataclasses order fields from the last base on), ModelConfig last.
 @dataclasses.dataclass(frozen=True)
-class PinodeModelConfig(_PhysicsKeys, _OutputKeys, _NetworkKeys, ModelConfig):
+class PinodeModelConfig(_PhysicsKeys, _InputKeys, _OutputKeys, _NetworkKeys, ModelConfig):
     """`model.type: pinode`: the known physics, friction and a residual network (the paper's model)."""
 
     type: str = _model_type("pinode")
@@ -394,7 +416,7 @@ class PinodeModelConfig(_PhysicsKeys, _OutputKeys, _NetworkKeys, ModelConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class PureOdeModelConfig(_PhysicsKeys, ModelConfig):
+class PureOdeModelConfig(_PhysicsKeys, _InputKeys, ModelConfig):
     """`model.type: pure_ode`: the known physics with fitted parameters and friction, no network."""
 
     type: str = _model_type("pure_ode")
@@ -404,7 +426,7 @@ class PureOdeModelConfig(_PhysicsKeys, ModelConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class BlackBoxModelConfig(_OutputKeys, _NetworkKeys, ModelConfig):
+class BlackBoxModelConfig(_InputKeys, _OutputKeys, _NetworkKeys, ModelConfig):
     """`model.type: blackbox`: a neural ODE q̈ = s ⊙ f_θ(q, q̇, u), no physics."""
 
     type: str = _model_type("blackbox")
@@ -421,7 +443,7 @@ class PotentialModelConfig(_NetworkKeys, ModelConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class KnownModelConfig(_FrictionKeys, ModelConfig):
+class KnownModelConfig(_FrictionKeys, _InputKeys, ModelConfig):
     """`model.type: known`: the known system with any given friction; nothing is trained."""
 
     type: str = _model_type("known")

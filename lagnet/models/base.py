@@ -19,12 +19,14 @@ class AbstractModel(AbstractDynamics):
     inputs, and whatever physics the model keeps).
 
     The model reads the stacked input ū = (u_t, u_{t−1}, …, u_{t−k}) of its `history` (k = `input_history`),
-    so `n_inputs` is m (k + 1). `trainable()` says which leaves an optimiser may change (a pytree of bools
-    shaped like the model); `frozen_known_parts` is the usual answer.
+    so `n_inputs` is m (k + 1), each input saturated at the actuator's `input_limit` (None: unlimited).
+    `trainable()` says which leaves an optimiser may change (a pytree of bools shaped like the model);
+    `frozen_known_parts` is the usual answer.
     """
 
     system: eqx.AbstractVar[AbstractSystem]
     input_history: eqx.AbstractVar[int]
+    input_limit: eqx.AbstractVar[tuple[float, ...] | None]
 
     @abc.abstractmethod
     def trainable(self):
@@ -70,7 +72,7 @@ class AbstractModel(AbstractDynamics):
 
     @property
     def history(self) -> InputHistory:
-        return InputHistory(self.system.n_inputs, self.input_history)
+        return InputHistory(self.system.n_inputs, self.input_history, self.input_limit)
 
     @property
     def n_dof(self) -> int:

@@ -23,13 +23,17 @@ class BlackBox(AbstractModel):
     features: StateFeatures
     output_scale: OutputScale
     input_history: int = eqx.field(static=True)
+    input_limit: tuple[float, ...] | None = eqx.field(static=True)
 
-    def __init__(self, system, network, features, output_scale=1.0, input_history: int = 0):
+    def __init__(
+        self, system, network, features, output_scale=1.0, input_history: int = 0, input_limit=None
+    ):
         self.system, self.network, self.features = system, network, features
         self.output_scale = OutputScale(
             jnp.broadcast_to(jnp.asarray(output_scale, float), (system.n_dof,))
         )
         self.input_history = int(input_history)
+        self.input_limit = None if input_limit is None else tuple(float(v) for v in input_limit)
 
     def trainable(self):
         return frozen_known_parts(self)
@@ -45,7 +49,7 @@ class BlackBox(AbstractModel):
 
     def known_mechanics(self, input_history: int | None = None) -> PINODE:
         history = self.input_history if input_history is None else input_history
-        return PINODE(self.system, input_history=history)
+        return PINODE(self.system, input_history=history, input_limit=self.input_limit)
 
     def learned_parts(self) -> tuple[str, ...]:
         return ("acceleration",)
@@ -54,5 +58,5 @@ class BlackBox(AbstractModel):
         return output_scale_summary(self)
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        u = self.history.or_zeros(u, q.dtype)
+        u = self.history.read(u, q.dtype)
         return self.output_scale(self.network(self.features(q, qd, u)))

@@ -20,16 +20,25 @@ class InputHistory(eqx.Module):
     control rollouts) or from a single held input (linearisation about an equilibrium), and that reads the
     current input back out of it (the physics uses only u_t).
 
-    `n_inputs` is m, the system's inputs; `lags` is k.
+    `n_inputs` is m, the system's inputs; `lags` is k; `limit` (m,) or None: the actuator's saturation, each
+    input as delivered is clip(u_i, −limit_i, limit_i) (`saturate`).
     """
 
     n_inputs: int = eqx.field(static=True)
     lags: int = eqx.field(static=True, default=0)
+    limit: tuple[float, ...] | None = eqx.field(static=True, default=None)
 
     def __check_init__(self):
         if self.n_inputs < 0 or self.lags < 0:
             raise ValueError(
                 f"InputHistory: n_inputs and lags must be >= 0, got {self.n_inputs}, {self.lags}"
+            )
+        if self.limit is not None and (
+            len(self.limit) != self.n_inputs or not all(v > 0 for v in self.limit)
+        ):
+            raise ValueError(
+                f"InputHistory: limit must be {self.n_inputs} number(s) > 0 (one per input), got "
+                f"{self.limit}"
             )
 
     @property
@@ -44,6 +53,25 @@ class InputHistory(eqx.Module):
     def or_zeros(self, u: Float[Array, " mk"] | None, dtype) -> Float[Array, " mk"]:
         """The stacked input, or zeros for an unforced call (u = None)."""
         return jnp.zeros(self.size, dtype) if u is None else u
+
+    def read(self, u: Float[Array, " mk"] | None, dtype) -> Float[Array, " mk"]:
+        """The stacked input a model computes with: zeros for an unforced call, then `saturate`d."""
+        return self.saturate(self.or_zeros(u, dtype))
+
+    def saturate(self, u):
+        """Inputs (..., m) or stacked (..., m (k + 1)) as the actuator delivers them, each within ±limit.
+
+        A recorded command may exceed what the drive delivers (a feedback law asking for 15 N of a 10 N drive);
+        a model that reads the command unclipped has to learn the saturation, and a smooth network learns it
+        as a force that already weakens below the limit. The slope is 1 up to and at the limit (`where`, not
+        `clip`, whose slope at the limit is 1/2): an MPC plan pressed against its input bound keeps its
+        gradient. NumPy in gives NumPy out."""
+        if self.limit is None:
+            return u
+        xp = np if isinstance(u, np.ndarray) else jnp
+        lim = np.tile(np.asarray(self.limit, float), u.shape[-1] // self.n_inputs)
+        lim = xp.asarray(lim, dtype=u.dtype)
+        return xp.where(u > lim, lim, xp.where(u < -lim, -lim, u))
 
     def hold(self, u: Float[ArrayLike, " m"]) -> Float[Array, " mk"]:
         """u held over the whole history, (u, u, …, u): the steady-state reading (equilibria, linearisation).

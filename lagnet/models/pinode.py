@@ -50,6 +50,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     output_scale: OutputScale | None
     region: TrainingRegion | None
     input_history: int = eqx.field(static=True)
+    input_limit: tuple[float, ...] | None = eqx.field(static=True)
     zero_at_rest: bool = eqx.field(static=True)
     friction_trainable: bool = eqx.field(static=True)
     physics_trainable: bool = eqx.field(static=True)
@@ -65,6 +66,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         force_on: tuple[int, ...] | None = None,
         output_scale=1.0,
         input_history: int = 0,
+        input_limit: tuple[float, ...] | None = None,
         friction_trainable: bool = True,
         physics_trainable: bool = True,
         region: TrainingRegion | None = None,
@@ -102,6 +104,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
             self.output_scale = OutputScale(scale)
         self.region = region if network is not None else None
         self.input_history = int(input_history)
+        self.input_limit = None if input_limit is None else tuple(float(v) for v in input_limit)
         self.zero_at_rest = bool(zero_at_rest)
         self.friction_trainable = bool(friction_trainable)
         self.physics_trainable = bool(physics_trainable)
@@ -142,7 +145,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
 
     def known_mechanics(self, input_history: int | None = None) -> "PINODE":
         history = self.input_history if input_history is None else input_history
-        return PINODE(self.system, input_history=history)
+        return PINODE(self.system, input_history=history, input_limit=self.input_limit)
 
     def learned_parts(self) -> tuple[str, ...]:
         return ("force",) if self.network is not None or self.friction is not None else ()
@@ -192,7 +195,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         return force
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        u = self.history.or_zeros(u, q.dtype)
+        u = self.history.read(u, q.dtype)
         force = self.nonconservative_force(q, qd, u)
         return self.known_system.acceleration(q, qd, self.history.current(u), force)
 

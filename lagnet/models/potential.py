@@ -28,6 +28,7 @@ class LearnedPotential(AbstractModel, AbstractLagrangianDynamics):
     mass_factor: jax.Array | None
     dissipation: eqx.Module | None
     input_history = 0
+    input_limit = None
 
     def trainable(self):
         return frozen_known_parts(self)
@@ -86,7 +87,7 @@ class LearnedPotential(AbstractModel, AbstractLagrangianDynamics):
         return known or self.dissipation is not None
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
-        u = self.history.or_zeros(u, q.dtype)
+        u = self.history.read(u, q.dtype)
         force = -jax.grad(self.learned_potential)(q) + self.dissipation_force(q, qd)
         if self.system.n_inputs > 0:
             force = force + self.system.input_matrix(q) @ u[: self.system.n_inputs]

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from ..config import Config, ConfigError
+from ..config.models import input_limit
 from ..data.derivatives import DEFAULT_WINDOW, smoothed_derivative
 from ..data.loader import load_trajectories
 from ..data.trajectory import Trajectory
@@ -17,7 +18,11 @@ _DT_TOLERANCE = 1e-3
 
 
 def with_input_history(traj: Trajectory, history: InputHistory) -> Trajectory:
-    """The trajectory with inputs ū_t = (u_t, …, u_{t−k}); a recording starts from rest (zeros before it)."""
+    """The trajectory with inputs ū_t = (u_t, …, u_{t−k}), saturated at the history's limit (what the actuator
+    delivered: the friction fit and the scales see the same inputs as the model); a recording starts from rest
+    (zeros before it)."""
+    if history.limit is not None:
+        traj = dataclasses.replace(traj, u=history.saturate(traj.u))
     if not history.lags:
         return traj
     names = traj.input_names + tuple(
@@ -36,7 +41,9 @@ def load_recordings(config: Config, system: AbstractSystem, paths) -> list[Traje
     """The trajectories in `paths`, mapped by `data.mapping`, with the inputs extended by the model's input
     history. Their measured time stamps are what is stepped; a declared `integrator.dt` must agree with each
     file's median step (else a `ConfigError`: resample the data, or drop `integrator.dt`)."""
-    history = InputHistory(system.n_inputs, config.model.input_history)
+    history = InputHistory(
+        system.n_inputs, config.model.input_history, input_limit(config, system)
+    )
     trajs = []
     for path in paths:
         loaded = load_trajectories(

@@ -28,9 +28,7 @@ def cartpole(history: int, limit: tuple[float, ...] | None = None) -> Dynamics:
         zero_output=False,
         key=jax.random.key(0),
     )
-    model = PINODE(
-        system, network=net, features=features, input_history=history, input_limit=limit
-    )
+    model = PINODE(system, network=net, features=features, input_history=history, input_limit=limit)
     return Dynamics(model, RK4(), 0.02)
 
 
@@ -155,7 +153,9 @@ def test_input_limit_in_a_config(tmp_path):
     )
     system = CartPole()
     assert input_limit(config, system) == (2.0,)
-    u = np.concatenate([t.u for t in load_recordings(config, system, ["data/sim/cartpole_train.npz"])])
+    u = np.concatenate(
+        [t.u for t in load_recordings(config, system, ["data/sim/cartpole_train.npz"])]
+    )
     assert np.max(np.abs(u)) == 2.0
     bad = config.replace(model={"input_limit": [1.0, 2.0]})
     with pytest.raises(ConfigError, match=r"model\.input_limit: CartPole has 1 input\(s\)"):

@@ -247,9 +247,7 @@ def build_blackbox(config, system: AbstractSystem, stats, *, key) -> BlackBox:
     features = _features(config, system, stats)
     scale = output_scale(mc.output_scale, system.n_dof, None if stats is None else stats["qdd"])
     network = _mlp(config, features, system.n_dof, zero=False, key=key)
-    return BlackBox(
-        system, network, features, scale, mc.input_history, input_limit(config, system)
-    )
+    return BlackBox(system, network, features, scale, mc.input_history, input_limit(config, system))
 
 
 def build_potential(config, system: AbstractSystem, stats, *, key) -> LearnedPotential:

@@ -95,7 +95,11 @@ def _output_scale(x):
 def _input_limit(x):
     values = x if isinstance(x, list) else [x]
     bad = [v for v in values if not _is_real(v) or not v > 0]
-    return f"must be a number > 0 or a list of them (one per input), got {bad}" if bad or not values else None
+    return (
+        f"must be a number > 0 or a list of them (one per input), got {bad}"
+        if bad or not values
+        else None
+    )
 
 
 def _is_real(x) -> bool:

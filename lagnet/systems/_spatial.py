@@ -11,6 +11,12 @@ each one `einsum` with a 0/1 matrix of the tree (j ⪯ b: joint j is on body b's
 forward kinematics is a loop (over the tree's nodes, unrolled while tracing). On a CPU, where a small batch's
 operations cost their launch more than their arithmetic, this few-operations form is what is fast; a hinge's
 world motion subspace is s = (k, p × k) for its world axis k through the world point p, a slide's (0, k).
+
+Measured against the alternative of unrolling everything to scalars while tracing (each 3-vector three scalars, a
+few thousand elementwise operations per state): XLA's CPU fusion then copies shared subexpressions into every
+consumer, so the double pendulum's rollout ran about 4.6× slower than in this form; packed behind optimisation
+barriers it matched this form's forward pass but not its gradient, and the 7-joint arm's gradient did not finish
+compiling in minutes.
 """
 
 import functools

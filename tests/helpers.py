@@ -49,6 +49,15 @@ PENDULUM_MAPPING = {
 }
 
 
+# The shipped cart-pole recordings' columns (data/sim/cartpole_*.npz), as a config's `data.mapping`.
+CARTPOLE_MAPPING = {
+    "time": "t",
+    "positions": ["x", "phi"],
+    "velocities": ["x_dot", "phi_dot"],
+    "inputs": ["force"],
+}
+
+
 def write_pendulum_csv(
     path, *, steps, hold, seed=0, scale=0.8, friction=(0.05, 0.1), theta0=1.0, dt=0.05, substeps=5
 ):

@@ -1,5 +1,7 @@
 """Control dynamics of a model with an input history: the past inputs are the caller's explicit choice."""
 
+import os
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -129,9 +131,14 @@ def test_input_limit_saturates_the_current_and_past_inputs(dyn):
     assert limited.model.known_mechanics().input_limit == (1.5,)
 
 
-def test_input_limit_in_a_config(tmp_path):
+TRAIN = os.path.join(os.path.dirname(__file__), "..", "data", "sim", "cartpole_train.npz")
+
+
+def test_input_limit_in_a_config():
     """`model.input_limit`: one number for all inputs, or one per input (a wrong count names the key); the
     recordings a run trains on are the delivered inputs, saturated like the model's."""
+    from helpers import CARTPOLE_MAPPING
+
     from lagnet.config import ConfigError, validate
     from lagnet.config.models import input_limit
     from lagnet.run import load_recordings
@@ -140,22 +147,12 @@ def test_input_limit_in_a_config(tmp_path):
         {
             "system": {"name": "cartpole"},
             "model": {"type": "pure_ode", "input_limit": 2.0},
-            "data": {
-                "train": "data/sim/cartpole_train.npz",
-                "mapping": {
-                    "time": "t",
-                    "positions": ["x", "phi"],
-                    "velocities": ["x_dot", "phi_dot"],
-                    "inputs": ["force"],
-                },
-            },
+            "data": {"train": TRAIN, "mapping": dict(CARTPOLE_MAPPING)},
         }
     )
     system = CartPole()
     assert input_limit(config, system) == (2.0,)
-    u = np.concatenate(
-        [t.u for t in load_recordings(config, system, ["data/sim/cartpole_train.npz"])]
-    )
+    u = np.concatenate([t.u for t in load_recordings(config, system, [TRAIN])])
     assert np.max(np.abs(u)) == 2.0
     bad = config.replace(model={"input_limit": [1.0, 2.0]})
     with pytest.raises(ConfigError, match=r"model\.input_limit: CartPole has 1 input\(s\)"):

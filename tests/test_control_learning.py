@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+from helpers import CARTPOLE_MAPPING
 
 from lagnet.config.schema import validate
 from lagnet.learning import learn_to_control
@@ -15,12 +16,7 @@ KNOWN = {
     "data": {
         "train": "unused.npz",
         "test": "unused.npz",
-        "mapping": {
-            "time": "t",
-            "positions": ["x", "phi"],
-            "velocities": ["x_dot", "phi_dot"],
-            "inputs": ["force"],
-        },
+        "mapping": dict(CARTPOLE_MAPPING),
     },
     "training": {"epochs": 0},
 }

@@ -7,6 +7,7 @@ from .._types import Q, QDDot, QDot, U
 from ..systems.base import AbstractSystem
 from .base import AbstractModel, frozen_known_parts, output_scale_summary
 from .features import OutputScale, StateFeatures
+from .history import as_limit
 from .pinode import PINODE
 
 
@@ -33,7 +34,7 @@ class BlackBox(AbstractModel):
             jnp.broadcast_to(jnp.asarray(output_scale, float), (system.n_dof,))
         )
         self.input_history = int(input_history)
-        self.input_limit = None if input_limit is None else tuple(float(v) for v in input_limit)
+        self.input_limit = as_limit(input_limit)
 
     def trainable(self):
         return frozen_known_parts(self)

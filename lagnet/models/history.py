@@ -12,6 +12,11 @@ Stacked = Float[Array, "steps mk"] | Float[np.ndarray, "steps mk"]
 Past = Float[Array, "k m"] | Float[np.ndarray, "k m"]
 
 
+def as_limit(limit) -> tuple[float, ...] | None:
+    """An input limit as a model's static field holds it: a tuple of floats, one per input, or None."""
+    return None if limit is None else tuple(float(v) for v in limit)
+
+
 class InputHistory(eqx.Module):
     """The stacked input ū_t = (u_t, u_{t−1}, …, u_{t−k}) of shape (m (k + 1),), newest first.
 

@@ -13,6 +13,7 @@ from ..systems.friction import AbstractFriction
 from ..systems.parameters import Bounded
 from .base import AbstractModel, frozen_known_parts, output_scale_summary
 from .features import OutputScale, StateFeatures
+from .history import as_limit
 from .region import TrainingRegion
 
 
@@ -104,7 +105,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
             self.output_scale = OutputScale(scale)
         self.region = region if network is not None else None
         self.input_history = int(input_history)
-        self.input_limit = None if input_limit is None else tuple(float(v) for v in input_limit)
+        self.input_limit = as_limit(input_limit)
         self.zero_at_rest = bool(zero_at_rest)
         self.friction_trainable = bool(friction_trainable)
         self.physics_trainable = bool(physics_trainable)

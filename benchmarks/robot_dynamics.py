@@ -11,11 +11,14 @@ the `bench` extra), MJX's is `mjx.put_model` of it (`mujoco-mjx`, optional). Flo
   of ABA, ∂q̈/∂(q, q̇), and the joint-torque regressor, ∂q̈/∂π = −M⁻¹ Y(q, q̇, q̈), the adjoint pass in numpy
   vectorised over the batch; its forward pass loops over the batch in Python, as a user of its bindings would).
 Results are cross-checked before timing (M, q̈, and the gradient with respect to the initial states); ratios are
-to the closed form and to Pinocchio measured in the same run; compile time is the first call less a later one.
+to the closed form and to Pinocchio measured in the same run; compile time is the first call less a later one;
+peak memory is what XLA allocates for the compiled program (temporaries, arguments, outputs) or, for Pinocchio,
+the peak of traced allocations (numpy) during a call.
 
     .venv/bin/python benchmarks/robot_dynamics.py [--repeats 5] [--no-mjx] [--json out.json]
 """
 
+import tracemalloc
 from pathlib import Path
 
 import jax
@@ -74,7 +77,26 @@ def lagnet_fns(system, shift=None):
         lambda q, qd, u: forward(system, q, qd, u),
         lambda q, qd, us: grad(system, q, qd, us),
         state_grad,
+        lambda i, args: xla_mb((forward, grad)[i], system, *args),
     )
+
+
+def xla_mb(jitted, *args) -> float:
+    """The buffers XLA allocates for a jitted program (temporaries + arguments + outputs), in MiB; the program is
+    the one already compiled for these arguments (JAX caches it)."""
+    compiled = jitted.lower(*args).compile()
+    m = getattr(compiled, "compiled", compiled).memory_analysis()  # equinox wraps JAX's Compiled
+    return (m.temp_size_in_bytes + m.argument_size_in_bytes + m.output_size_in_bytes) / 2**20
+
+
+def traced_mb(fn, *args) -> float:
+    """The peak of traced allocations (numpy arrays, Python objects) during one call, in MiB."""
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
 
 
 # --- Pinocchio ----------------------------------------------------------------------------------------------------
@@ -184,7 +206,12 @@ def pinocchio_fns(system: RigidBodyTree):
             lam_pi = lam_pi - np.einsum("bip,bi->p", regress[t], lam_a)
         return lam_q, lam_v, lam_pi
 
-    return forward, grad, lambda out: (out[0], out[1])
+    return (
+        forward,
+        grad,
+        lambda out: (out[0], out[1]),
+        lambda i, args: traced_mb((forward, grad)[i], *args),
+    )
 
 
 # --- MJX ----------------------------------------------------------------------------------------------------------
@@ -218,7 +245,8 @@ def mjx_fns(model, system: RigidBodyTree):
 
     forward = jax.jit(jax.vmap(lambda a, b, c: one(params, a, b, c)))
     grad = jax.jit(lambda q, qd, us: jax.grad(loss, argnums=(0, 1, 2))(params, q, qd, us))
-    return (forward, grad, lambda out: (out[1], out[2])), None
+    memory = lambda i, args: xla_mb((forward, grad)[i], *args)  # noqa: E731
+    return (forward, grad, lambda out: (out[1], out[2]), memory), None
 
 
 # --- the run --------------------------------------------------------------------------------------------------
@@ -228,6 +256,9 @@ def main():
     p = parser(__doc__)
     p.add_argument(
         "--no-mjx", action="store_true", help="skip MJX (its gradient takes minutes to compile)"
+    )
+    p.add_argument(
+        "--robots", nargs="+", default=None, help="only the robots whose names contain these words"
     )
     args = p.parse_args()
     repeats = 3 if args.quick else args.repeats
@@ -243,6 +274,8 @@ def main():
 
     rng = np.random.default_rng(0)
     for robot, path in ROBOTS.items():
+        if args.robots and not any(w.lower() in robot.lower() for w in args.robots):
+            continue
         model = mujoco_model(path)
         names = tuple(
             mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(model.njnt)
@@ -250,6 +283,10 @@ def main():
         tree = RigidBodyTree.from_mujoco(model, actuated=names)
         n = tree.n_dof
         impls = {"RigidBodyTree": lagnet_fns(tree)}
+        if tree.expansion is not None:
+            # The default for a tree this small is its expansion; time the recursive algorithms beside it.
+            recursive = RigidBodyTree.from_mujoco(model, actuated=names, expand=False)
+            impls["RigidBodyTree, recursive"] = lagnet_fns(recursive)
         if robot.startswith("DFKI"):
             impls["closed form"] = lagnet_fns(
                 DoublePendulum(**DFKI_DOUBLE_PENDULUM_LINKS), shift=-DFKI_SHIFT
@@ -301,17 +338,19 @@ def main():
                         if "Pinocchio" in median
                         else None,
                         compile_s=max(compile_s[name] - seconds, 0.0),
+                        peak_mb=impls[name][3](what == "grad", inputs),
                     )
                 )
     print(
-        f"{'robot':24} {'program':8} {'implementation':14} {'ms':>9} {'× closed':>9} {'× Pinocchio':>11} "
-        f"{'compile s':>9}"
+        f"{'robot':24} {'program':8} {'implementation':25} {'ms':>9} {'× closed':>9} {'× Pinocchio':>11} "
+        f"{'compile s':>9} {'peak MiB':>9}"
     )
     fmt = lambda x: "" if x is None else f"{x:.2f}"  # noqa: E731
     for r in rows:
         print(
-            f"{r['robot']:24} {r['program']:8} {r['implementation']:14} {r['ms']:9.2f} "
-            f"{fmt(r['vs_closed_form']):>9} {fmt(r['vs_pinocchio']):>11} {r['compile_s']:9.1f}"
+            f"{r['robot']:24} {r['program']:8} {r['implementation']:25} {r['ms']:9.2f} "
+            f"{fmt(r['vs_closed_form']):>9} {fmt(r['vs_pinocchio']):>11} {r['compile_s']:9.1f} "
+            f"{r['peak_mb']:9.2f}"
         )
     for note in notes:
         print(note)

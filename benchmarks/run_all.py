@@ -129,8 +129,9 @@ def robot_section(rec: dict) -> list[str]:
         "vs_closed_form",
         "vs_pinocchio",
         "compile_s",
+        "peak_mb",
     ]
-    rows = [[r[k] for k in keys] for r in rec["rows"]]
+    rows = [[r.get(k) for k in keys] for r in rec["rows"]]
     header = [
         "robot",
         "program",
@@ -139,6 +140,7 @@ def robot_section(rec: dict) -> list[str]:
         "× closed form",
         "× Pinocchio",
         "compile s",
+        "peak MiB",
     ]
     notes = list(rec.get("notes", []))
     if not any(r["implementation"] == "MJX" for r in rec["rows"]):

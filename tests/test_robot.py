@@ -162,9 +162,15 @@ MUJOCO_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", MUJOCO_CASES)
-def test_matches_mujoco_forward(name):
-    system = load(name, **MUJOCO_CASES[name])
+@pytest.mark.parametrize(
+    "name, expand",
+    [(name, None) for name in MUJOCO_CASES]
+    # The small trees are expanded by default (arm.xml, 5 joints, is not): the recursive form of two of them too.
+    + [("cartpole.xml", False), ("double_pendulum.urdf", False)],
+)
+def test_matches_mujoco_forward(name, expand):
+    system = load(name, **MUJOCO_CASES[name], expand=expand)
+    assert (system.expansion is None) == (expand is False or name == "arm.xml")
     model = mujoco_model(DATA / name)
     data = mujoco.MjData(model)
     n = system.n_dof
@@ -365,3 +371,67 @@ def test_dfki_pendubot_urdf():
     close(ours["M"] - evaluate(lab, shifted, qd, u)["M"], np.broadcast_to(excess, (len(q), 2, 2)))
     # Without the shift the differences are of order m2 l1 r2 δ ≈ 2.4e-7.
     close(ours["M"], evaluate(as_written, q, qd, u)["M"], 1e-6)
+
+
+# --- the expansion of small trees ------------------------------------------------------------------------------
+
+
+def rollout_loss(system, q0, qd0, us, dt=0.01):
+    """Σ_t |q_t|² of a semi-implicit Euler rollout under the inputs `us` (T, m)."""
+
+    def step(carry, u):
+        q, qd = carry
+        qd = qd + dt * system.acceleration(q, qd, u)
+        q = q + dt * qd
+        return (q, qd), jnp.sum(q**2)
+
+    return jnp.sum(jax.lax.scan(step, (q0, qd0), us)[1])
+
+
+def test_expansion_of_the_dfki_pendubot():
+    """M(q) of the pendubot is a + b cos q2 + c sin q2: three terms; the expanded and the recursive tree give the
+    same rollout gradients with respect to the state and the inertial parameters, which match finite
+    differences; the kinematics are fixed in the expansion and asking to learn them says how not to."""
+    expanded = RigidBodyTree.from_urdf(DFKI, actuated=("Joint1", "Joint2"))
+    recursive = RigidBodyTree.from_urdf(DFKI, actuated=("Joint1", "Joint2"), expand=False)
+    assert recursive.expansion is None
+    np.testing.assert_array_equal(expanded.expansion.mass_index, [[0, 0], [0, 1], [0, 2]])
+    q, qd, u = states(2, 2, count=1, seed=7)
+    us = jnp.asarray(np.random.default_rng(3).normal(size=(20, 2)))
+    grad = eqx.filter_jit(eqx.filter_grad(lambda a: rollout_loss(*a)))
+    ge, gr = (grad((s, q[0], qd[0], us)) for s in (expanded, recursive))
+    for a, b in [(ge[1], gr[1]), (ge[2], gr[2])] + [
+        (getattr(ge[0], k), getattr(gr[0], k))
+        for k in ("body_mass", "body_ipos", "body_inertia", "armature", "inertia_offset", "g")
+    ]:
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-9)
+    eps = 1e-6
+    shifted = [
+        eqx.tree_at(lambda s: s.body_mass, expanded, expanded.body_mass.at[1].add(d))
+        for d in (eps, -eps)
+    ]
+    loss = eqx.filter_jit(rollout_loss)
+    numeric = (loss(shifted[0], q[0], qd[0], us) - loss(shifted[1], q[0], qd[0], us)) / (2 * eps)
+    np.testing.assert_allclose(float(ge[0].body_mass[1]), float(numeric), rtol=1e-6)
+    with pytest.raises(ValueError, match="expand=False"):
+        expanded.with_parameters({"joint_pos": expanded.joint_pos})
+    recursive.with_parameters({"joint_pos": recursive.joint_pos})
+    assert expanded.with_parameters({"body_mass": 2 * expanded.body_mass}).expansion is not None
+
+
+def test_expansion_on_request_and_its_checks():
+    """`expand=True` expands a tree of five joints with a slide (arm.xml: 3 · 5⁴ grid points), and the result
+    agrees with the recursive algorithms; a wrong expansion (a term removed) fails the check that guards it."""
+    recursive = load("arm.xml")
+    expanded = load("arm.xml", expand=True)
+    assert recursive.expansion is None and len(expanded.expansion.mass_index) > 3
+    q, qd, u = states(5, 3, seed=2)
+    ours, theirs = evaluate(expanded, q, qd, u), evaluate(recursive, q, qd, u)
+    for key in ("M", "G", "Cqd", "a"):
+        close(ours[key], theirs[key])
+    e = expanded.expansion
+    broken = type(e)(
+        e.joint_types, e.mass_index[1:], e.mass_coef[1:], e.potential_index, e.potential_coef
+    )
+    q0 = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, 5))
+    assert float(jnp.max(jnp.abs(expanded._expanded(q0, None, broken)[0] - theirs["M"][0]))) > 0

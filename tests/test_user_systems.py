@@ -12,7 +12,7 @@ import yaml
 from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
 import lagnet
-from lagnet.config import ConfigError, build_system, load_config
+from lagnet.config import ConfigError, build_model, build_system, load_config
 from lagnet.config.sources import trust_code
 from lagnet.run.training import train_run
 from lagnet.systems import Pendulum
@@ -159,6 +159,27 @@ def test_lagrangian_source_trains_a_pinode_with_a_learned_parameter(folder, tmp_
 def test_source_errors_name_the_key(folder, system, match, trusted_code):
     with pytest.raises(ConfigError, match=match):
         build_system(load_config(write_config(folder, system)))
+
+
+def test_urdf_config_learns_kinematics_only_unexpanded():
+    """The DFKI URDF is expanded (two hinges): its inertial parameters are learnable, a joint anchor is a
+    ConfigError that names the key and the setting that allows it, and with that setting it builds."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    config = load_config(os.path.join(root, "configs", "dfki_double_pendulum_urdf.yaml"))
+    system = build_system(config)
+    assert system.expansion is not None
+    build_model(
+        config.replace(model={"learn_parameters": ["body_mass"]}), system, key=jax.random.key(0)
+    )
+    anchors = config.replace(model={"learn_parameters": ["joint_pos"]})
+    with pytest.raises(
+        ConfigError, match=r"model\.learn_parameters\.joint_pos: .*system\.params\.expand: false"
+    ):
+        build_model(anchors, system, key=jax.random.key(0))
+    anchors = anchors.replace(system={"params": {**config.system.params, "expand": False}})
+    recursive = build_system(anchors)
+    assert recursive.expansion is None
+    build_model(anchors, recursive, key=jax.random.key(0))
 
 
 def test_urdf_config_trains_and_loads(tmp_path):

@@ -160,6 +160,8 @@ def _learn_parameters(config, system: AbstractSystem) -> dict:
             raise ConfigError(
                 f"model.learn_parameters: {type(system).__name__} has no parameter {name!r}"
             ) from None
+        except ValueError as e:
+            raise ConfigError(f"model.learn_parameters.{name}: {e}") from None
         lower = bound.get("lower", 0.0)
         if lower is not None and np.any(value < lower):
             raise ConfigError(

@@ -9,8 +9,10 @@ lagnet then keeps the compiled model's kinematic tree and inertias as arrays and
     Q_friction = −b q̇ − c σ(q̇)   (the description's joint damping b and friction loss c, see `JointFriction`),
 
 q̈ by an unrolled LDLᵀ factorisation of M, and its derivatives through inverse dynamics (dq̈ = M⁻¹ (dτ − ∂ID),
-one RNEA's worth instead of differentiating CRBA and the factorisation). V(q) (energies) and the body Jacobians
-come from forward kinematics. Contacts, joint limits, equality constraints and actuator dynamics are not modelled.
+one RNEA's worth instead of differentiating CRBA and the factorisation). A tree of a few joints is expanded
+instead (`_expansion`): M and V as trigonometric polynomials in q, linear in the inertial parameters. V(q)
+(energies) and the body Jacobians come from forward kinematics. Contacts, joint limits, equality constraints
+and actuator dynamics are not modelled.
 """
 
 import functools
@@ -24,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._types import Array, Float, Force, InputMatrix, MassMatrix, Q, QDDot, QDot, Scalar, U
-from . import _spatial
+from . import _expansion, _spatial
 from ._params import as_param
 from .base import AbstractSystem
 from .friction import SHAPES, JointFriction
@@ -33,6 +35,9 @@ from .friction import SHAPES, JointFriction
 # links); when the description sets no bound itself, these bounds let it compile and the values are set back to
 # exactly 0 afterwards (a value equal to the bound is taken as one the bound raised, see `_compile`).
 _BOUND = 1e-13
+# What an expansion fixes (`_expansion`): the tree's placements, joint axes, anchors and references.
+_KINEMATICS = ("body_pos", "body_quat", "joint_axis", "joint_pos", "joint_ref")
+_EXPANSIONS: dict = {}
 _JOINT_KINDS = {2: "slide", 3: "hinge"}  # mjtJoint values
 _OTHER_JOINTS = {0: "free", 1: "ball"}
 
@@ -51,7 +56,12 @@ class RigidBodyTree(AbstractSystem):
     - `inertia_offset`: a constant symmetric (n, n) matrix added to M (any constant inertial coupling, e.g. a
       rotor driven through a belt from another joint);
     - `friction_shape`, `friction_epsilon`: the smooth sign used for the description's Coulomb friction
-      (MuJoCo's frictionloss is a hard constraint; here it is `JointFriction`'s smooth σ).
+      (MuJoCo's frictionloss is a hard constraint; here it is `JointFriction`'s smooth σ);
+    - `expand`: evaluate M and V as trigonometric polynomials read off the recursive algorithms once
+      (`_expansion`: closed-form speed, checked against them to 1e-10); None (default) expands trees of up to
+      three hinges, True any tree that passes the check (or a ValueError), False never. An expanded tree's
+      kinematics (body_pos, body_quat, joint_axis, joint_pos, joint_ref) are fixed: its inertial parameters,
+      armature, offset, springs and g stay learnable.
 
     Bodies are indexed as in the compiled model without the world body; `parents[b]` is −1 for a body on the
     world. Coordinates are the joints' positions relative to their reference (MuJoCo's qpos0).
@@ -82,6 +92,7 @@ class RigidBodyTree(AbstractSystem):
     body_names: tuple[str, ...] = eqx.field(static=True)
     coordinate_names: tuple[str, ...] = eqx.field(static=True)
     input_names: tuple[str, ...] = eqx.field(static=True)
+    expansion: _expansion.Expansion | None = eqx.field(static=True)
 
     def __init__(
         self,
@@ -108,6 +119,7 @@ class RigidBodyTree(AbstractSystem):
         g=(0.0, 0.0, -9.81),
         friction: JointFriction | None = None,
         body_names: Sequence[str] | None = None,
+        expand: bool | None = None,
     ):
         self.parents = tuple(int(p) for p in parents)
         self.body_joints = tuple(tuple(int(j) for j in js) for js in body_joints)
@@ -139,6 +151,11 @@ class RigidBodyTree(AbstractSystem):
         )
         self.g = as_param(g)
         self.friction = friction
+        self.expansion = None
+        if expand is True or (
+            expand is None and _expansion.grid_size(self.joint_types) <= _expansion.MAX_GRID
+        ):
+            self.expansion = self._cached_expansion(required=bool(expand))
 
     def __check_init__(self):
         nb, n, m = len(self.parents), len(self.joint_types), len(self.input_names)
@@ -216,6 +233,7 @@ class RigidBodyTree(AbstractSystem):
         inertia_offset=None,
         friction_shape: str = "tanh",
         friction_epsilon: float = 1e-2,
+        expand: bool | None = None,
     ) -> "RigidBodyTree":
         import mujoco
 
@@ -263,6 +281,7 @@ class RigidBodyTree(AbstractSystem):
             input_names=input_names,
             g=g,
             friction=friction,
+            expand=expand,
             coordinate_names=names,
             body_names=tuple(
                 mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}" for b in bodies
@@ -354,9 +373,9 @@ class RigidBodyTree(AbstractSystem):
     # The equations of motion by the recursive Newton–Euler and composite-rigid-body algorithms (`_spatial`),
     # unrolled over the tree while tracing; `_kinematics` above stays for positions, rotations and Jacobians.
 
-    def _tree(self, q: Q) -> dict:
-        """The world motion subspaces s_j = (s_ω, s_v) (n, 3) and the bodies' spatial inertias about the world
-        origin (m, h = m c, Ī), with −g, the armature and the inertia offset, in q's dtype."""
+    def _frames(self, q: Q):
+        """The tree's plan, its nodes' world rotations (N, 3, 3) and positions (N, 3), and the joints' unit axes
+        and anchors in their bodies' frames, in q's dtype."""
         dt = _float_dtype(q)
         c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
         p = _spatial.plan(self.parents, self.body_joints, self.n_dof)
@@ -366,14 +385,47 @@ class RigidBodyTree(AbstractSystem):
         angle = q.astype(dt) - c(self.joint_ref)
         rotation, translation = self._node_transforms(p.nodes, angle, axis, anchor, dt)
         world_r, world_p = _spatial.forward_kinematics(p.nodes, rotation, translation)
+        return p, world_r, world_p, axis, anchor
+
+    def _tree(self, q: Q, inertial=None) -> dict:
+        """The world motion subspaces s_j = (s_ω, s_v) (n, 3) and the bodies' spatial inertias about the world
+        origin (m, h = m c, Ī), with −g, the armature and the inertia offset, in q's dtype; `inertial` replaces
+        the bodies' own (m, h, Ī) in their frames (see `_inertial`)."""
+        dt = _float_dtype(q)
+        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
+        p, world_r, world_p, axis, anchor = self._frames(q)
+        inertial = self._inertial(dt) if inertial is None else inertial
         return dict(
             plan=p,
             subspace=self._motion_subspaces(p, world_r, world_p, axis, anchor),
-            inertia=self._world_inertias(p, world_r, world_p, dt),
+            inertia=_world_inertias(p, world_r, world_p, inertial),
             minus_g=-c(self.g),
             armature=c(self.armature),
-            offset=c(self.inertia_offset),
+            offset=self._offset(dt),
         )
+
+    def _inertial(self, dt):
+        """Each body's inertial parameters in its own frame, what M and V are linear in: the mass m, h = m c
+        with c the centre of mass, and Ī = R I Rᵀ + m (|c|² 1 − c cᵀ) about the frame's origin (R: the
+        principal axes, I: the principal moments)."""
+        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
+        mass, com = c(self.body_mass), c(self.body_ipos)
+        principal = _quat_to_matrix(c(self.body_iquat))
+        about_com = jnp.einsum("bik,bk,bjk->bij", principal, c(self.body_inertia), principal)
+        shift = (
+            jnp.sum(com**2, -1)[:, None, None] * jnp.eye(3, dtype=dt)
+            - com[:, :, None] * com[:, None, :]
+        )
+        return mass, mass[:, None] * com, about_com + mass[:, None, None] * shift
+
+    def _rigid_potential(self, q: Q, mh, g) -> Scalar:
+        """V(q) = −Σ_b g · (m_b p_b + R_b h_b) of the moving bodies, for masses and h = m c `mh` (in the bodies'
+        frames) and gravity g: linear in both (the expansion's probes)."""
+        p, world_r, world_p, _, _ = self._frames(q)
+        ib, nodes = np.array(p.inertia_bodies, dtype=int), np.array(p.inertia_nodes, dtype=int)
+        mass, h = mh[0][ib], mh[1][ib]
+        weight = mass[:, None] * world_p[nodes] + jnp.einsum("bij,bj->bi", world_r[nodes], h)
+        return -jnp.sum(weight @ g)
 
     def _node_transforms(self, nodes, joint_angle, axis, anchor, dt):
         """Each node's rotation (N, 3, 3) and translation (N, 3) in its parent's frame, from the joint angles
@@ -442,23 +494,6 @@ class RigidBodyTree(AbstractSystem):
             jnp.where(is_hinge, _spatial.cross(a_world, k_world), k_world),
         )
 
-    def _world_inertias(self, plan, world_r, world_p, dt):
-        """The bodies' spatial inertias about the world origin, (m, h = m c, Ī) with c the world centre of
-        mass: Ī = R I_c Rᵀ + m (|c|² 1 − c cᵀ)."""
-        c = lambda x: x.astype(dt)  # noqa: E731  (parameters follow the state's dtype)
-        eye = jnp.eye(3, dtype=dt)
-        ib = np.array(plan.inertia_bodies, dtype=int)
-        br, bp = (
-            world_r[np.array(plan.inertia_nodes, dtype=int)],
-            world_p[np.array(plan.inertia_nodes, dtype=int)],
-        )
-        mass = c(self.body_mass)[ib]
-        principal = br @ _quat_to_matrix(c(self.body_iquat))[ib]
-        com = bp + jnp.einsum("bij,bj->bi", br, c(self.body_ipos)[ib])
-        about_com = jnp.einsum("bik,bk,bjk->bij", principal, c(self.body_inertia)[ib], principal)
-        shift = jnp.sum(com**2, -1)[:, None, None] * eye - com[:, :, None] * com[:, None, :]
-        return mass, mass[:, None] * com, about_com + mass[:, None, None] * shift
-
     def _rigid_mass(self, tree) -> jax.Array:
         """M: the CRBA's, plus armature and inertia_offset."""
         m = _spatial.crba(tree["plan"], tree["subspace"], tree["inertia"])
@@ -475,32 +510,124 @@ class RigidBodyTree(AbstractSystem):
             None if qdd is None else qdd.astype(dt),
             tree["minus_g"],
         )
-        return tau + self.stiffness.astype(dt) * (q.astype(dt) - self.spring_ref.astype(dt))
+        return tau + self._spring_force(q)
 
     def _rigid_inverse(self, tree, q: Q, qd: QDot, qdd: QDDot) -> jax.Array:
         """M(q) q̈ + C(q, q̇) q̇ + G(q) with the armature, the inertia offset and the springs."""
         return self._bias(tree, q, qd, qdd) + tree["armature"] * qdd + tree["offset"] @ qdd
 
+    def parameter(self, name: str) -> jax.Array:
+        """The array field `name`; an expanded tree's kinematics (`_KINEMATICS`) are fixed in its expansion, so
+        asking to learn one is a ValueError that says how to build the tree without it."""
+        if self.expansion is not None and name in _KINEMATICS:
+            raise ValueError(
+                f"RigidBodyTree.{name} is fixed in this tree's expanded dynamics (trees of up to three joints "
+                "are expanded into trigonometric polynomials); build it with expand=False (in a config: "
+                "system.params.expand: false) to learn it"
+            )
+        return super().parameter(name)
+
+    def _cached_expansion(self, required: bool) -> _expansion.Expansion | None:
+        """`_expand`, once per kinematics: Φ does not depend on the inertial parameters or g (M and V are linear
+        in them), so a tree rebuilt with other masses (a checkpoint, a config's other run) reuses it."""
+        key = (
+            self.parents,
+            self.body_joints,
+            self.joint_types,
+            *(np.asarray(getattr(self, k), np.float64).tobytes() for k in sorted(_KINEMATICS)),
+        )
+        if key not in _EXPANSIONS or (_EXPANSIONS[key] is None and required):
+            if len(_EXPANSIONS) >= 64:
+                _EXPANSIONS.clear()
+            _EXPANSIONS[key] = self._expand(required)
+        return _EXPANSIONS[key]
+
+    def _expand(self, required: bool) -> _expansion.Expansion | None:
+        """M and V as trigonometric polynomials (`_expansion`), checked against the recursive algorithms at
+        random states; None (or, when `required`, a ValueError) where they disagree beyond the tolerance."""
+
+        def mass(q, inertial):
+            tree = self._tree(q, inertial)
+            return _spatial.crba(tree["plan"], tree["subspace"], tree["inertia"])
+
+        e = _expansion.identify(self.joint_types, len(self.parents), mass, self._rigid_potential)
+
+        @jax.jit
+        def disagreement(q, qd):
+            tree = self._tree(q)
+            reference = (self._rigid_mass(tree), self._bias(tree, q, qd))
+            return [
+                jnp.max(jnp.abs(a - b)) / (1.0 + jnp.max(jnp.abs(b)))
+                for a, b in zip(self._expanded(q, qd, e), reference, strict=True)
+            ]
+
+        rng = np.random.default_rng(0)
+        with jax.enable_x64(True):
+            states = rng.uniform(-np.pi, np.pi, (2, 4, self.n_dof))
+            worst = max(float(jnp.max(x)) for x in jax.vmap(disagreement)(*states))
+        if worst <= _expansion.TOLERANCE:
+            return e
+        if required:
+            raise ValueError(
+                f"RigidBodyTree: the expanded dynamics disagree with the recursive ones by {worst:.3g} "
+                "(relative); build it with expand=False"
+            )
+        return None
+
+    def _expanded(self, q: Q, qd: QDot | None, e=None):
+        """M(q) and C(q, q̇) q̇ + G(q) (`qd` None: G) from the expansion, with the armature, the inertia offset
+        and the springs."""
+        dt = _float_dtype(q)
+        q = q.astype(dt)
+        mass, bias = _expansion.mass_and_bias(
+            self.expansion if e is None else e,
+            q,
+            None if qd is None else qd.astype(dt),
+            self._inertial(dt),
+            self.g.astype(dt),
+        )
+        mass = mass + jnp.diag(self.armature.astype(dt)) + self._offset(dt)
+        return mass, bias + self._spring_force(q)
+
+    def _offset(self, dt):
+        # Used as ½ (O + Oᵀ): the solve reads M's lower triangle only, so without this a gradient step would
+        # move O's lower triangle alone and leave M unsymmetric.
+        offset = self.inertia_offset.astype(dt)
+        return 0.5 * (offset + offset.T)
+
+    def _spring_force(self, q: Q) -> Force:
+        dt = _float_dtype(q)
+        return self.stiffness.astype(dt) * (q.astype(dt) - self.spring_ref.astype(dt))
+
     def mass_matrix(self, q: Q) -> MassMatrix:
-        """M(q) by the composite-rigid-body algorithm, + diag(armature) + inertia_offset."""
+        """M(q) by the composite-rigid-body algorithm (or the expansion), + diag(armature) + inertia_offset."""
+        if self.expansion is not None:
+            return self._expanded(q, None)[0]
         return self._rigid_mass(self._tree(q))
 
     def gravity(self, q: Q) -> Force:
-        """G(q) = ∂V/∂q: RNEA at rest with the world accelerating by −g, plus the springs."""
+        """G(q) = ∂V/∂q: RNEA at rest with the world accelerating by −g (or the expansion), plus the springs."""
+        if self.expansion is not None:
+            return self._expanded(q, None)[1]
         return self._bias(self._tree(q), q, None)
 
     def bias_force(self, q: Q, qd: QDot) -> Force:
-        """C(q, q̇) q̇ + G(q) by the recursive Newton–Euler algorithm (one pass, no C matrix)."""
+        """C(q, q̇) q̇ + G(q) by the recursive Newton–Euler algorithm (one pass, no C matrix) or the expansion."""
+        if self.expansion is not None:
+            return self._expanded(q, qd)[1]
         return self._bias(self._tree(q), q, qd)
 
     def inverse_dynamics(self, q: Q, qd: QDot, qdd: QDDot) -> Force:
         """M(q) q̈ + C(q, q̇) q̇ + G(q): the generalised force that gives q̈ (without the joint friction)."""
         dt = _float_dtype(q)
+        if self.expansion is not None:
+            mass, bias = self._expanded(q, qd)
+            return mass @ qdd.astype(dt) + bias
         return self._rigid_inverse(self._tree(q), q, qd, qdd.astype(dt))
 
     def solve_mass(self, q: Q, rhs: Force) -> Force:
-        """M(q)⁻¹ rhs by an unrolled LDLᵀ factorisation of the CRBA's M."""
-        factor = _spatial.ldl_factor(_entries(self._rigid_mass(self._tree(q))))
+        """M(q)⁻¹ rhs by an unrolled LDLᵀ factorisation of M."""
+        factor = _spatial.ldl_factor(_entries(self.mass_matrix(q)))
         return jnp.stack(_spatial.ldl_solve(factor, _scalars(rhs)))
 
     def generalised_force(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> Force:
@@ -521,9 +648,14 @@ class RigidBodyTree(AbstractSystem):
     def acceleration(self, q: Q, qd: QDot, u: U | None = None, Q: QDot | None = None) -> QDDot:
         """q̈ = M(q)⁻¹ (B u + Q_friction + Q − C q̇ − G): one pass of kinematics, RNEA for the bias (q̈ = 0),
         CRBA for M, an unrolled LDLᵀ solve; differentiated by `_forward_dynamics`' rule, recomputed in reverse mode
-        (`_remat_forward_dynamics`)."""
+        (`_remat_forward_dynamics`). An expanded tree evaluates its polynomials instead, differentiated as they
+        are (they cost what a closed form costs)."""
         dt = _float_dtype(q)
         tau = self._applied(q, qd, u, Q)
+        if self.expansion is not None:
+            mass, bias = self._expanded(q, qd)
+            factor = _spatial.ldl_factor(_entries(mass))
+            return jnp.stack(_spatial.ldl_solve(factor, _scalars(tau.astype(dt) - bias)))
         params, static = eqx.partition(self, eqx.is_inexact_array)
         return _remat_forward_dynamics(static, params, q.astype(dt), qd.astype(dt), tau.astype(dt))
 
@@ -680,6 +812,23 @@ def _forward_dynamics_jvp(static, primals, tangents):
 # than those: the rollout gradient took 0.6-0.75× the time (batch 256, float64, 2-core CPU; see
 # benchmarks/robot_dynamics.py). Forward mode is unchanged.
 _remat_forward_dynamics = jax.checkpoint(_forward_dynamics, static_argnums=(0,))
+
+
+def _world_inertias(plan, world_r, world_p, inertial):
+    """The moving bodies' spatial inertias about the world origin (m, h_w, Ī_w) from their own (m, h, Ī) in
+    their frames (R, p): with h' = R h, h_w = m p + h' and
+
+        Ī_w = R Ī Rᵀ + (m |p|² + 2 p·h') 1 − m p pᵀ − p h'ᵀ − h' pᵀ   (linear in m, h, Ī)."""
+    ib, nodes = np.array(plan.inertia_bodies, dtype=int), np.array(plan.inertia_nodes, dtype=int)
+    r, p = world_r[nodes], world_p[nodes]
+    mass, h, ibar = (x[ib] for x in inertial)
+    h = jnp.einsum("bij,bj->bi", r, h)
+    eye = jnp.eye(3, dtype=p.dtype)
+    scalar = mass * jnp.sum(p**2, -1) + 2 * jnp.sum(p * h, -1)
+    outer = lambda a, b: a[:, :, None] * b[:, None, :]  # noqa: E731
+    rotated = r @ ibar @ jnp.swapaxes(r, 1, 2)
+    ibar_w = rotated + scalar[:, None, None] * eye - mass[:, None, None] * outer(p, p)
+    return mass, mass[:, None] * p + h, ibar_w - outer(p, h) - outer(h, p)
 
 
 def _entries(m) -> list[list]:

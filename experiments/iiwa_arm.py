@@ -59,7 +59,8 @@ def export_check(run_dir: str) -> dict:
 
     import lagnet
 
-    path = os.path.join(run_dir, "model.jaxexport")
+    # Beside the run, not in it: a run folder holds only what lagnet train wrote (or --overwrite refuses it).
+    path = f"{os.path.normpath(run_dir)}.jaxexport"
     cmd = [sys.executable, "-m", "lagnet.cli", "export", run_dir, "--out", path, "--overwrite"]
     subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     with zipfile.ZipFile(path) as z:
@@ -69,7 +70,7 @@ def export_check(run_dir: str) -> dict:
     x, u = x.astype(meta["dtype"]), jnp.full(7, 1.0, dtype=meta["dtype"])
     difference = float(jnp.max(jnp.abs(step(x, u) - lagnet.load(run_dir).step(x, u))))
     return {
-        "command": f"lagnet export {run_dir} --out {run_dir}/model.jaxexport",
+        "command": f"lagnet export {run_dir} --out {path}",
         "bytes": os.path.getsize(path),
         "dtype": meta["dtype"],
         "max |exported step − lagnet.load step|": difference,
@@ -79,7 +80,9 @@ def export_check(run_dir: str) -> dict:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stride", type=int, default=5, help="samples between window starts")
-    parser.add_argument("--no-train", action="store_true", help="evaluate the runs already in runs/")
+    parser.add_argument(
+        "--no-train", action="store_true", help="evaluate the runs already in runs/"
+    )
     parser.add_argument("--out", default=os.path.join(HERE, "out", "iiwa_arm"))
     args = parser.parse_args()
     os.chdir(ROOT)
@@ -97,7 +100,9 @@ def main():
 
     # Compare all in float64 (the training ran in the configs' float32).
     jax.config.update("jax_enable_x64", True)
-    runs = {label: load_run(run_dir, "best", dtype="float64") for label, (_, run_dir) in MODELS.items()}
+    runs = {
+        label: load_run(run_dir, "best", dtype="float64") for label, (_, run_dir) in MODELS.items()
+    }
     reference = runs["description (prior)"]
     trajs = load_recordings(reference.config, reference.model.system, reference.config.data.test)
     n = reference.model.system.n_dof
@@ -140,7 +145,8 @@ def main():
         },
     }
     results["pinode"] = {
-        k: summaries["PINODE"].get(k) for k in ("best_epoch", "epochs_run", "fallback", "stop_reason")
+        k: summaries["PINODE"].get(k)
+        for k in ("best_epoch", "epochs_run", "fallback", "stop_reason")
     }
     results["identification"] = {
         k: summaries["pure ODE"]["identification"][k]
@@ -162,7 +168,8 @@ def write(results: dict, out: str) -> None:
         json.dump(results, f, indent=1)
     h = [str(x) for x in HORIZONS]
     lines = [
-        "| model | q, 0.1 s | q̇, 0.1 s | q, 0.5 s | q̇, 0.5 s | mean \\|q error\\|, 0.1 s / 0.5 s (mrad) "
+        "| model | q ÷ prior, 0.1 s | q̇ ÷ prior, 0.1 s | q ÷ prior, 0.5 s | q̇ ÷ prior, 0.5 s "
+        "| mean \\|q error\\|, 0.1 s / 0.5 s (mrad) "
         "| mean \\|q̇ error\\|, 0.1 s / 0.5 s (rad/s) | train time |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
@@ -180,7 +187,9 @@ def write(results: dict, out: str) -> None:
     for term, unit in (("armature", "kg·m²"), ("viscous", "N·m·s/rad"), ("coulomb", "N·m")):
         for who in ("true", "pure ODE", "PINODE"):
             values = results["parameters"][term][who]
-            lines.append(f"| {term} ({unit}), {who} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+            lines.append(
+                f"| {term} ({unit}), {who} | " + " | ".join(f"{v:.3f}" for v in values) + " |"
+            )
     prior = {x: results["horizons"][x]["models"]["description (prior)"] for x in h}
     lines += [
         "",

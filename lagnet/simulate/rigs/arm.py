@@ -100,9 +100,20 @@ class ArmRig(AbstractRig):
     substeps: int = 10
 
     def __check_init__(self):
-        for name in ("armature", "damping", "frictionloss", "torque_limit", "kp", "kd", "home", "tremor"):
+        for name in (
+            "armature",
+            "damping",
+            "frictionloss",
+            "torque_limit",
+            "kp",
+            "kd",
+            "home",
+            "tremor",
+        ):
             if len(getattr(self, name)) != 7:
-                raise ValueError(f"ArmRig.{name} needs 7 entries (one per joint), got {getattr(self, name)}")
+                raise ValueError(
+                    f"ArmRig.{name} needs 7 entries (one per joint), got {getattr(self, name)}"
+                )
         if abs(self.substeps * self.timestep - self.dt) > 1e-12:
             raise ValueError(
                 f"ArmRig: substeps × timestep must be dt, got {self.substeps} × {self.timestep} ≠ {self.dt}"
@@ -132,7 +143,10 @@ class ArmRig(AbstractRig):
     def plant(self) -> Plant:
         # lagnet's reading of the rig's MuJoCo model: the friction loss as smooth Coulomb friction.
         system = RigidBodyTree.from_mujoco(
-            self.mujoco_model(), actuated=JOINTS, friction_shape="tanh", friction_epsilon=self.epsilon
+            self.mujoco_model(),
+            actuated=JOINTS,
+            friction_shape="tanh",
+            friction_epsilon=self.epsilon,
         )
         return Plant(system, ())
 
@@ -144,7 +158,10 @@ class ArmRig(AbstractRig):
         """Minimum-jerk moves from `home` to random poses within `range_fraction` of each joint's range
         (reference position and velocity per sample), and the tremor torque."""
         ranges = _joint_ranges(self.description)
-        centre, half = ranges.mean(axis=1), 0.5 * self.range_fraction * np.diff(ranges, axis=1)[:, 0]
+        centre, half = (
+            ranges.mean(axis=1),
+            0.5 * self.range_fraction * np.diff(ranges, axis=1)[:, 0],
+        )
         ref, ref_dot = np.zeros((n, 7)), np.zeros((n, 7))
         start, i = np.asarray(self.home, float), 0
         while i < n:

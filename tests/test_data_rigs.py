@@ -184,8 +184,11 @@ def test_rigs_implement_the_rig_interfaces():
     from lagnet.simulate.generate import _RIGS, true_plant
 
     rigs = {rig for rig in _RIGS.values() if issubclass(rig, ls.AbstractRig)}
-    assert rigs == {ls.CartPoleRig, ls.CartPoleControlRig, ls.PendulumRig}
-    for rig in rigs:
+    assert rigs == {ls.CartPoleRig, ls.CartPoleControlRig, ls.PendulumRig, ls.ArmRig}
+    # The arm's additions (armature, damping, friction loss) are read into its system from the MuJoCo model.
+    arm = ls.ArmRig().plant()
+    assert not arm.forces and arm.system.friction is not None
+    for rig in rigs - {ls.ArmRig}:
         plant = rig().plant()
         assert plant.forces and all(isinstance(f, ls.AbstractRigForce) for f in plant.forces)
         assert not any(issubclass(other, rig) for other in rigs - {rig})  # final: not subclassed

@@ -118,8 +118,13 @@ def run(args) -> int:
 
 
 def _numbers(values) -> str:
+    """Numbers as text: a dict as "name value, ...", a list (a vector parameter, e.g. one armature per joint)
+    as "[a, b, ...]" where it is a dict's value."""
     if isinstance(values, dict):
-        return ", ".join(f"{k} {v:.4g}" for k, v in values.items())
+        return ", ".join(
+            f"{k} [{_numbers(v)}]" if isinstance(v, list) else f"{k} {v:.4g}"
+            for k, v in values.items()
+        )
     return ", ".join(f"{v:.4g}" for v in (values if isinstance(values, list) else [values]))
 
 

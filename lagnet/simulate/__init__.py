@@ -19,6 +19,7 @@ from .rig_loop import rig_sampler as rig_sampler
 from .rig_loop import run_controller as run_controller
 from .rigs import AbstractRig as AbstractRig
 from .rigs import AbstractRigForce as AbstractRigForce
+from .rigs import ArmRig as ArmRig
 from .rigs import CartPoleControlRig as CartPoleControlRig
 from .rigs import CartPoleRig as CartPoleRig
 from .rigs import Cogging as Cogging

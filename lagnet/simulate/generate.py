@@ -11,7 +11,7 @@ import numpy as np
 
 from ..data.npz import write_npz
 from ..systems.base import AbstractDynamics
-from .rigs import AbstractRig, cartpole, cartpole_control, pendulum, potential
+from .rigs import AbstractRig, arm, cartpole, cartpole_control, pendulum, potential
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +38,10 @@ def _cartpole_control(seed, recording, duration):
 
 def _pendulum(seed, recording, duration):
     return pendulum.PendulumRig().record(duration, seed=seed, recording=recording)
+
+
+def _iiwa(seed, recording, duration):
+    return arm.ArmRig().record(duration, seed=seed, recording=recording)
 
 
 def _potential(seed, recording, duration):
@@ -82,6 +86,15 @@ GENERATORS: dict[str, Generator] = {
             potential.MAPPING,
             0,
             potential.__doc__.splitlines()[0],
+        ),
+        Generator(
+            "iiwa",
+            _iiwa,
+            {"iiwa_train": ("train", 60.0), "iiwa_test": ("test", 30.0)},
+            arm.MAPPING,
+            14,
+            arm.__doc__.splitlines()[0],
+            shipped=False,
         ),
     )
 }
@@ -149,6 +162,7 @@ _RIGS = {
         cartpole_control.CartPoleControlRig,
         pendulum.PendulumRig,
         potential.PotentialPairs,
+        arm.ArmRig,
     )
     for name in (rig.GENERATOR, f"{rig.__module__}.{rig.__qualname__}")
 }

@@ -1,6 +1,7 @@
 """The simulated test rigs (`AbstractRig`): a known system plus what it leaves out (`AbstractRigForce`), driven by
 a hand, read through sensors."""
 
+from .arm import ArmRig as ArmRig
 from .base import AbstractRig as AbstractRig
 from .base import AbstractRigForce as AbstractRigForce
 from .cartpole import AbstractCartPoleRig as AbstractCartPoleRig

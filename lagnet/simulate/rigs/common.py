@@ -102,7 +102,7 @@ def metadata(
     units: dict,
     mapping: dict,
     system: str,
-    system_params: dict[str, float],
+    system_params: dict[str, Any],
 ) -> dict[str, Any]:
     """Everything needed to regenerate a recording bit for bit, and to read it.
 

@@ -15,9 +15,16 @@ to the closed form and to Pinocchio measured in the same run; compile time is th
 peak memory is what XLA allocates for the compiled program (temporaries, arguments, outputs) or, for Pinocchio,
 the peak of traced allocations (numpy) during a call.
 
-    .venv/bin/python benchmarks/robot_dynamics.py [--repeats 5] [--no-mjx] [--json out.json]
+And whole training runs: `lagnet train` of configs/dfki_double_pendulum_urdf.yaml against the same model on the
+closed form (configs/dfki_double_pendulum_pinode.yaml without its learned inertial parameters, which the URDF config
+does not learn), each a fresh process with the compilation cache off, `--train-pairs` times interleaved; the ratio
+of the median wall times.
+
+    .venv/bin/python benchmarks/robot_dynamics.py [--repeats 5] [--no-mjx] [--train-pairs 3] [--json out.json]
 """
 
+import datetime
+import os
 import tracemalloc
 from pathlib import Path
 
@@ -29,6 +36,7 @@ import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import block, first_call, load, max_abs_diff, parser, time_interleaved, write  # noqa: E402
+from time_to_accuracy import lagnet_train  # noqa: E402
 
 from lagnet.data.catalog import DFKI_DOUBLE_PENDULUM_LINKS  # noqa: E402
 from lagnet.systems import DoublePendulum, RigidBodyTree  # noqa: E402
@@ -42,6 +50,13 @@ ROBOTS = {
 # The DFKI URDF as written: axis inertias in the centre-of-mass slot, the elbow's reference 3.1416 (not π).
 DFKI_SHIFT = np.array([0.0, 3.1416 - np.pi])
 BATCH, STEPS, DT = 256, 30, 0.01
+TRAIN_CONFIGS = {
+    "closed form": (
+        ROOT / "configs/dfki_double_pendulum_pinode.yaml",
+        ("model.learn_parameters=[]",),
+    ),
+    "URDF": (ROOT / "configs/dfki_double_pendulum_urdf.yaml", ()),
+}
 
 
 # --- lagnet -----------------------------------------------------------------------------------------------------
@@ -249,6 +264,28 @@ def mjx_fns(model, system: RigidBodyTree):
     return (forward, grad, lambda out: (out[1], out[2]), memory), None
 
 
+def training_times(pairs: int, quick: bool) -> dict:
+    """Wall seconds of cold `lagnet train` runs of `TRAIN_CONFIGS`, interleaved, and the ratio of the medians."""
+    import statistics
+    import tempfile
+
+    extra = ("training.epochs=1",) if quick else ()
+    seconds = {name: [] for name in TRAIN_CONFIGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(pairs):
+            for name, (config, settings) in TRAIN_CONFIGS.items():
+                out = os.path.join(tmp, f"{name.split()[0]}{i}")
+                wall, _, _ = lagnet_train(str(config), out, *settings, *extra)
+                seconds[name].append(wall)
+                print(f"  lagnet train, DFKI double pendulum, {name}: {wall:.1f} s", flush=True)
+    median = {name: statistics.median(s) for name, s in seconds.items()}
+    return {
+        "configs": {name: [os.path.relpath(c, ROOT), *s] for name, (c, s) in TRAIN_CONFIGS.items()},
+        "seconds": seconds,
+        "ratio": median["URDF"] / median["closed form"],
+    }
+
+
 # --- the run --------------------------------------------------------------------------------------------------
 
 
@@ -259,6 +296,12 @@ def main():
     )
     p.add_argument(
         "--robots", nargs="+", default=None, help="only the robots whose names contain these words"
+    )
+    p.add_argument(
+        "--train-pairs",
+        type=int,
+        default=3,
+        help="cold training runs of the DFKI URDF config and its closed form, interleaved (0: none)",
     )
     args = p.parse_args()
     repeats = 3 if args.quick else args.repeats
@@ -355,6 +398,11 @@ def main():
     for note in notes:
         print(note)
     record = {"rows": rows, "notes": notes, "batch": BATCH, "steps": STEPS, "load": load()}
+    record["date"] = datetime.date.today().isoformat()
+    pairs = min(args.train_pairs, 1) if args.quick else args.train_pairs
+    if pairs > 0:
+        record["training"] = training_times(pairs, args.quick)
+        print(f"lagnet train, URDF / closed form: {record['training']['ratio']:.2f}")
     record["mujoco"] = mujoco.__version__
     if have_pin:
         import pinocchio

@@ -58,6 +58,10 @@ TARGETS = {  # the issue's targets, and (indented) the same comparison like for 
     "  mpc_vs_do_mpc_median, PINODE (do-mpc capped, closed loop)": 5.0,
     "  mpc_vs_ipopt_median, known model (both in closed loop)": 5.0,
     "  mpc_vs_do_mpc_median, known model (both in closed loop)": 5.0,
+    "robot_grad_vs_closed_form, DFKI double pendulum": 2.0,
+    "robot_grad_vs_pinocchio, 7-joint arm": 3.0,
+    "robot_grad_mjx_vs_tree, slowest ratio": 1.0,
+    "robot_train_vs_closed_form, DFKI URDF config": 1.5,
 }
 
 
@@ -114,11 +118,34 @@ def table(header, rows) -> list[str]:
     return lines + [""]
 
 
+def robot_targets(rec: dict) -> dict:
+    """The robot benchmark's targets: the tree's rollout gradient against the closed form (DFKI) and Pinocchio
+    (the arm), MJX's against the tree's (the smallest ratio over the robots), and the URDF config's training time
+    against the closed form's."""
+    grad = {(r["robot"], r["implementation"]): r for r in rec["rows"] if r["program"] == "grad"}
+    out = {}
+    for (robot, impl), r in grad.items():
+        if impl != "RigidBodyTree":
+            continue
+        if robot.startswith("DFKI") and r["vs_closed_form"] is not None:
+            out["robot_grad_vs_closed_form, DFKI double pendulum"] = r["vs_closed_form"]
+        if "7 joints" in robot and r["vs_pinocchio"] is not None:
+            out["robot_grad_vs_pinocchio, 7-joint arm"] = r["vs_pinocchio"]
+        if (robot, "MJX") in grad:
+            ratio = grad[robot, "MJX"]["ms"] / r["ms"]
+            key = "robot_grad_mjx_vs_tree, slowest ratio"
+            out[key] = min(ratio, out.get(key, ratio))
+    if rec.get("training"):
+        out["robot_train_vs_closed_form, DFKI URDF config"] = rec["training"]["ratio"]
+    return out
+
+
 def robot_section(rec: dict) -> list[str]:
     """robot_dynamics.py: lagnet's RigidBodyTree from description files against the closed form and the peers."""
     lines = [
         f"## Robots from description files: M + q̈ and the gradient of a {rec['steps']}-step rollout loss, batch "
-        f"{rec['batch']}, float64 (mujoco {rec.get('mujoco')}, pinocchio {rec.get('pinocchio', 'absent')})",
+        f"{rec['batch']}, float64 (mujoco {rec.get('mujoco')}, pinocchio {rec.get('pinocchio', 'absent')}; "
+        f"measured {rec.get('date', 'on an earlier date')})",
         "",
     ]
     keys = [
@@ -145,6 +172,15 @@ def robot_section(rec: dict) -> list[str]:
     notes = list(rec.get("notes", []))
     if not any(r["implementation"] == "MJX" for r in rec["rows"]):
         notes.append("MJX not measured in this record (`--no-mjx`, or mujoco-mjx absent)")
+    training = rec.get("training")
+    if training:
+        closed, urdf = (training["seconds"][k] for k in ("closed form", "URDF"))
+        notes.append(
+            f"`lagnet train` cold, {len(urdf)} runs each interleaved: {training['configs']['URDF'][0]} "
+            f"{', '.join(f'{x:.1f}' for x in urdf)} s against the same model on the closed form "
+            f"({training['configs']['closed form'][0]} with {', '.join(training['configs']['closed form'][1:])}) "
+            f"{', '.join(f'{x:.1f}' for x in closed)} s: {training['ratio']:.2f}× (medians)"
+        )
     return lines + table(header, rows)[:-1] + [""] + [f"- {note}" for note in notes] + [""]
 
 
@@ -440,6 +476,7 @@ def report(recs: dict, command: str, date: str | None = None) -> str:
         )
     if "robot_dynamics" in recs:
         lines += robot_section(recs["robot_dynamics"])
+        measured.update(robot_targets(recs["robot_dynamics"]))
     if peak:
         lines += [
             f"## Hardware bound: float32 matmul {peak['n']}² at {peak['peak_gflops']:.0f} GFLOP/s; the MLP's "
@@ -470,7 +507,16 @@ def report(recs: dict, command: str, date: str | None = None) -> str:
     rows = []
     for key, goal in TARGETS.items():
         value = measured.get(key)
-        lower_better = any(k in key for k in ("compile_s", "compile_ratio", "time_to_accuracy_s"))
+        lower_better = any(
+            k in key
+            for k in (
+                "compile_s",
+                "compile_ratio",
+                "time_to_accuracy_s",
+                "_vs_closed_form",
+                "_vs_pin",
+            )
+        )
         met = None if value is None else (value <= goal if lower_better else value >= goal)
         rows.append(
             [key, ("≤ " if lower_better else "≥ ") + fmt(goal), value, "–" if met is None else met]

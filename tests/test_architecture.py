@@ -160,7 +160,8 @@ def test_nothing_outside_models_branches_on_a_concrete_model_class():
 
 
 # Overrides of concrete methods in lagnet/ (`tools/count_overrides.py`): this many at most, none in the rigs.
-MAX_CONCRETE_OVERRIDES = 40
+# (41: `RigidBodyTree.parameter`, which refuses the kinematics an expanded tree has fixed, saying how to unfix them.)
+MAX_CONCRETE_OVERRIDES = 41
 
 
 def test_overrides_of_concrete_methods_do_not_grow():

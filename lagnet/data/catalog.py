@@ -120,7 +120,24 @@ _SIM_MAPPINGS = {
         "velocities": ["theta_dot"],
         "episode": "pair",
     },
+    "iiwa": {
+        "time": "t",
+        "positions": [f"q{i + 1}" for i in range(7)],
+        "velocities": [f"qd{i + 1}" for i in range(7)],
+        "inputs": [f"tau{i + 1}" for i in range(7)],
+    },
 }
+IIWA_DESCRIPTION = "robots/kuka_iiwa_14/iiwa14.xml"  # under `data_root()`
+
+
+def iiwa_arm() -> AbstractSystem:
+    """The KUKA LBR iiwa 14 of its description alone (`data/robots/kuka_iiwa_14`), a unit torque on each joint:
+    the prior of the simulated arm recordings, without the armature and friction the rig adds."""
+    from ..systems.robot import RigidBodyTree
+
+    return RigidBodyTree.from_mjcf(
+        data_root() / IIWA_DESCRIPTION, actuated=tuple(f"joint{i + 1}" for i in range(7))
+    )
 
 
 def _sim(name, generator, system, description):
@@ -149,6 +166,8 @@ def _specs() -> dict[str, DatasetSpec]:
             Pendulum,
             "unforced pendulum, 400 more pairs",
         ),
+        _sim("iiwa_train", "iiwa", iiwa_arm, "7-joint arm (KUKA iiwa 14) in MuJoCo, 1 min, 100 Hz"),
+        _sim("iiwa_test", "iiwa", iiwa_arm, "7-joint arm, a separate 30 s recording"),
     ]
     for run in _DFKI_RUNS:
         file = _DFKI_FILES.get(run, f"control_method_{run}__data_measured.csv.gz")

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ...data.catalog import IIWA_DESCRIPTION as DESCRIPTION
 from ...data.catalog import data_root
 from ...systems.robot import RigidBodyTree
 from ..actuator import Actuator
@@ -29,7 +30,6 @@ from ..sensors import OpticalEncoder
 from .base import AbstractRig
 from .common import metadata, ou_noise, recording_rng, smoothstep, true_columns
 
-DESCRIPTION = "robots/kuka_iiwa_14/iiwa14.xml"  # under `data_root()`
 JOINTS = tuple(f"joint{i + 1}" for i in range(7))
 COLUMNS = {
     "t": "time of the sample",

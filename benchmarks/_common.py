@@ -99,11 +99,16 @@ def time_interleaved(fns: dict, repeats: int, warmup: int = 1) -> tuple[dict, di
     """Median and all wall times per function, the functions interleaved so that load changes hit all alike.
 
     `fns` maps a name to a zero-argument callable that returns when its work is done. The first `warmup`
-    rounds are discarded (compilation is timed separately by the caller).
+    rounds are discarded (compilation is timed separately by the caller). Each round runs them in a new (seeded)
+    random order, so that no function always runs right after the same neighbour, whose work may have evicted
+    its caches.
     """
     times = {name: [] for name in fns}
+    names = list(fns)
+    rng = np.random.default_rng(0)
     for i in range(warmup + repeats):
-        for name, fn in fns.items():
+        for name in map(str, rng.permutation(names)):
+            fn = fns[name]
             t = time.perf_counter()
             fn()
             if i >= warmup:

@@ -7,7 +7,7 @@ Errors: windows starting every `--stride` samples of the test recording, the |er
 seven joints for q and for q̇. Train time: the wall time of `train_run` (loading, identification, compilation and
 training) on this machine.
 
-    lagnet data generate iiwa                      # data/sim/iiwa_{train,test}.npz (shipped)
+    lagnet data generate iiwa --overwrite          # data/sim/iiwa_{train,test}.npz (in the repo already)
     python experiments/iiwa_arm.py                 # trains into runs/iiwa_*, writes experiments/out/iiwa_arm.{md,json}
 """
 

@@ -433,5 +433,7 @@ def test_expansion_on_request_and_its_checks():
     broken = type(e)(
         e.joint_types, e.mass_index[1:], e.mass_coef[1:], e.potential_index, e.potential_coef
     )
-    q0 = jnp.asarray(np.random.default_rng(1).uniform(-1, 1, 5))
-    assert float(jnp.max(jnp.abs(expanded._expanded(q0, None, broken)[0] - theirs["M"][0]))) > 0
+    assert expanded._checked(e, required=True) is e
+    assert expanded._checked(broken, required=False) is None
+    with pytest.raises(ValueError, match="disagree with the recursive ones"):
+        expanded._checked(broken, required=True)

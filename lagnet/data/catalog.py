@@ -128,6 +128,7 @@ _SIM_MAPPINGS = {
     },
 }
 IIWA_DESCRIPTION = "robots/kuka_iiwa_14/iiwa14.xml"  # under `data_root()`
+IIWA_JOINTS = tuple(f"joint{i + 1}" for i in range(7))
 
 
 def iiwa_arm() -> AbstractSystem:
@@ -135,9 +136,7 @@ def iiwa_arm() -> AbstractSystem:
     the prior of the simulated arm recordings, without the armature and friction the rig adds."""
     from ..systems.robot import RigidBodyTree
 
-    return RigidBodyTree.from_mjcf(
-        data_root() / IIWA_DESCRIPTION, actuated=tuple(f"joint{i + 1}" for i in range(7))
-    )
+    return RigidBodyTree.from_mjcf(data_root() / IIWA_DESCRIPTION, actuated=IIWA_JOINTS)
 
 
 def _sim(name, generator, system, description):

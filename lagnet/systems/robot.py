@@ -543,14 +543,18 @@ class RigidBodyTree(AbstractSystem):
         return _EXPANSIONS[key]
 
     def _expand(self, required: bool) -> _expansion.Expansion | None:
-        """M and V as trigonometric polynomials (`_expansion`), checked against the recursive algorithms at
-        random states; None (or, when `required`, a ValueError) where they disagree beyond the tolerance."""
+        """M and V as trigonometric polynomials (`_expansion`), read off the recursive algorithms and checked."""
 
         def mass(q, inertial):
             tree = self._tree(q, inertial)
             return _spatial.crba(tree["plan"], tree["subspace"], tree["inertia"])
 
         e = _expansion.identify(self.joint_types, len(self.parents), mass, self._rigid_potential)
+        return self._checked(e, required)
+
+    def _checked(self, e: _expansion.Expansion, required: bool) -> _expansion.Expansion | None:
+        """`e` if it agrees with the recursive algorithms at random states (M and C q̇ + G, relative
+        `_expansion.TOLERANCE`); else None or, when `required`, a ValueError."""
 
         @jax.jit
         def disagreement(q, qd):

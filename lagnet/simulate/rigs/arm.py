@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...data.catalog import IIWA_DESCRIPTION as DESCRIPTION
+from ...data.catalog import IIWA_JOINTS as JOINTS
 from ...data.catalog import data_root
 from ...systems.robot import RigidBodyTree
 from ..actuator import Actuator
@@ -30,7 +31,6 @@ from ..sensors import OpticalEncoder
 from .base import AbstractRig
 from .common import metadata, ou_noise, recording_rng, smoothstep, true_columns
 
-JOINTS = tuple(f"joint{i + 1}" for i in range(7))
 COLUMNS = {
     "t": "time of the sample",
     **{f"q{i + 1}": f"{j} angle, 2^20-count encoder" for i, j in enumerate(JOINTS)},

@@ -64,6 +64,8 @@ def test_cv_trains_each_fold_and_chooses(tmp_path, capsys):
     with open(out / "cv.json") as f:
         cv = json.load(f)
     assert cv["horizon"] == "5 steps" and [c["name"] for c in cv["configs"]] == ["pinode", "pure"]
+    assert cv["command"] == f"lagnet cv {pinode} {pure} --folds F1,F3 --epochs 1 --out {out}"
+    assert cv["date"] and cv["machine"]
     for c in cv["configs"]:
         assert [f["fold"] for f in c["folds"]] == [1, 3]
         f1, f3 = c["folds"]

@@ -201,3 +201,144 @@ def test_a_residual_zero_at_rest_keeps_the_physics_equilibria():
         assert not np.allclose(
             model.acceleration(q, moving, jnp.zeros(1)), prior.acceleration(q, moving, None)
         )
+
+
+def test_errors_relative_to_each_recording_and_the_fit_still_reaches_the_truth(windows):
+    """`groups`: at the start, each group's weighted squared error per state variable is its share of the windows
+    times the unweighted mean over all of them (the loss keeps its scale; a group with large errors no longer
+    dominates it), and on noise-free data of the model's own family the weighted fit still reaches the true
+    coefficients."""
+    from lagnet.train.identify import _group_weights, _residual_fn
+    from lagnet.train.loss import as_batch
+
+    start = _model(2.0 * TRUE["coulomb"], 0.5 * TRUE["viscous"])
+    batch = as_batch(windows.batch(windows.starts))
+    n = len(windows)
+    groups = np.where(np.arange(n) < n // 4, 0, 1)  # a short recording and a long one
+    theta = physical_vector(start)[0]
+    residual = _residual_fn(start, RK4(), _loss(), batch)
+    weights = np.asarray(_group_weights(residual, theta, groups, batch, jnp.float64))
+    plain = np.asarray(residual(jnp.asarray(theta))).reshape(n, -1, 2) ** 2
+    weighted = (
+        np.asarray(
+            _residual_fn(start, RK4(), _loss(), batch, jnp.asarray(weights))(jnp.asarray(theta))
+        ).reshape(n, -1, 2)
+        ** 2
+    )
+    overall = plain.sum(axis=(0, 1))  # ‖r‖² per variable: the mean loss over all windows
+    for g in (0, 1):
+        mine = groups == g
+        share = mine.sum() / n
+        assert weighted[mine].sum(axis=(0, 1)) == pytest.approx(share * overall, rel=1e-9)
+        assert not np.allclose(weights[mine], 1.0)
+    result = identify(start, RK4(), windows, _loss(), groups=groups)
+    got = result.model.friction.values_by_term()
+    assert got["coulomb"][0] == pytest.approx(TRUE["coulomb"], rel=0.05)
+    assert got["viscous"][0] == pytest.approx(TRUE["viscous"], rel=0.05)
+
+
+def test_identification_weighting_by_recordings_through_the_config(pendulum_csv, tmp_path):
+    config = _config(pendulum_csv, identification={"weighting": "recordings"})
+    train_run(config.replace(training={"epochs": 0}), str(tmp_path / "run"), progress=False)
+    ident = json.loads((tmp_path / "run" / "summary.json").read_text())["identification"]
+    assert ident["weighting"] == "recordings"
+    assert ident["physics"]["friction"]["viscous"]["theta"] == pytest.approx(
+        TRUE["viscous"], rel=0.05
+    )
+    with pytest.raises(ConfigError, match="model.identification.weighting"):
+        _config(pendulum_csv, identification={"weighting": "runs"})
+
+
+@pytest.mark.parametrize(
+    "setting, evaluation, expected",
+    [
+        ("evaluation", "0.5s", 10),  # the user's horizon: 0.5 s at the data's 0.05 s step
+        ("evaluation", 12, 12),
+        ("training", 12, 3),
+        (None, 12, 3),
+        (7, 12, 7),
+        (
+            "evaluation",
+            500,
+            3,
+        ),  # no validation recording holds 500 steps: the training horizon, with a warning
+    ],
+)
+def test_checkpoints_are_chosen_at_the_users_horizon(
+    pendulum_csv, tmp_path, setting, evaluation, expected
+):
+    config = _config(pendulum_csv).replace(
+        training={"epochs": 1, "validation_horizon": setting}, evaluation={"horizon": evaluation}
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train_run(config, str(tmp_path / "run"), progress=False)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["validation_horizon"] == expected
+    fell_back = [w for w in caught if "evaluation horizon" in str(w.message)]
+    assert bool(fell_back) == (evaluation == 500), [str(w.message) for w in caught]
+    for bad in (0, "long", 2.5, True):
+        with pytest.raises(ConfigError, match="training.validation_horizon"):
+            config.replace(training={"validation_horizon": bad})
+
+
+def test_the_residual_penalty_is_the_mean_squared_gated_residual_at_the_measured_states():
+    """`residual_penalty`: λ · mean over windows and steps of ‖g · Q_θ‖² at each step's measured state and input,
+    added to the state loss (and over the first `steps` steps only on a curriculum's padded windows)."""
+    from lagnet.train.loss import StateLoss, batch_loss, residual_penalty
+
+    model = random_cartpole_pinode(output_scale=3.0)
+    key = np.random.default_rng(0)
+    w, k = 5, 4
+    q0, qd0 = jnp.asarray(key.normal(size=(w, 2))), jnp.asarray(key.normal(size=(w, 2)))
+    us = jnp.asarray(key.normal(size=(w, k, 1)))
+    dts = jnp.full((w, k), 0.02)
+    q_true, qd_true = (
+        jnp.asarray(key.normal(size=(w, k, 2))),
+        jnp.asarray(key.normal(size=(w, k, 2))),
+    )
+    batch = (q0, qd0, us, dts, q_true, qd_true)
+    states_q = jnp.concatenate([q0[:, None], q_true[:, :-1]], axis=1)
+    states_qd = jnp.concatenate([qd0[:, None], qd_true[:, :-1]], axis=1)
+    size = np.array(
+        [
+            [
+                float(
+                    jnp.sum(
+                        model.network(model.features(states_q[i, j], states_qd[i, j], us[i, j]))
+                        ** 2
+                    )
+                )
+                for j in range(k)
+            ]
+            for i in range(w)
+        ]
+    )
+    assert float(residual_penalty(model, batch)) == pytest.approx(size.mean(), rel=1e-6)
+    assert float(residual_penalty(model, batch, steps=2)) == pytest.approx(
+        size[:, :2].mean(), rel=1e-6
+    )
+    one = jnp.ones(2)
+    plain, weighted = (
+        StateLoss((False, True), one, one, one, one, residual_weight=r) for r in (0.0, 0.5)
+    )
+    for steps in (None, jnp.asarray(3)):
+        gap = batch_loss(model, RK4(), weighted, batch, steps=steps) - batch_loss(
+            model, RK4(), plain, batch, steps=steps
+        )
+        expected = size.mean() if steps is None else size[:, :3].mean()
+        assert float(gap) == pytest.approx(0.5 * expected, rel=1e-5)
+    # No network, no residual.
+    assert float(residual_penalty(model.physics_prior(), batch)) == 0.0
+
+
+def test_the_residual_penalty_is_a_pinode_key(pendulum_csv):
+    config = _config(pendulum_csv, residual_penalty=0.3)
+    assert config.model.residual_penalty == 0.3
+    with pytest.raises(ConfigError, match="model.residual_penalty"):
+        _config(pendulum_csv, residual_penalty=-1.0)
+    pure = {"type": "pure_ode", "residual_penalty": 0.3}
+    with pytest.raises(
+        ConfigError, match="model.residual_penalty: read only by model types pinode"
+    ):
+        validate({"system": {"name": "pendulum"}, "model": pure, "data": {"train": [pendulum_csv]}})

@@ -8,7 +8,9 @@ coordinates of different units average fairly and 1 means "no better than the pr
 
 import argparse
 import os
+import platform
 import sys
+import time
 
 import equinox as eqx
 import jax
@@ -267,7 +269,14 @@ def _rank(results: list[dict]) -> tuple[list[dict], dict]:
 
 
 def cross_validate(
-    paths, out: str, *, folds: str | None = None, epochs=None, horizon=None, progress=False
+    paths,
+    out: str,
+    *,
+    folds: str | None = None,
+    epochs=None,
+    horizon=None,
+    progress=False,
+    command: str | None = None,
 ) -> dict:
     """Train and score every fold of every config (see the module's docstring); returns cv.json's content."""
     from ..config import load_config
@@ -293,6 +302,9 @@ def cross_validate(
         results.append(entry)
     ranking, choice = _rank(results)
     report = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "command": command,
         "horizon": h.label,
         "reference": "mean |error| at the horizon of the physics as given (the first config's model before "
         "training, its network removed) on the same windows of the held-out recording",
@@ -350,6 +362,13 @@ def format_cv(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _command(args) -> str:
+    """The command line that reproduces this cross-validation, for its record."""
+    options = [("--folds", args.folds), ("--epochs", args.epochs), ("--horizon", args.horizon)]
+    given = [f"{flag} {value}" for flag, value in options if value is not None]
+    return " ".join(["lagnet cv", *args.configs, *given, "--out", args.out])
+
+
 def run(args) -> int:
     report = cross_validate(
         args.configs,
@@ -358,6 +377,7 @@ def run(args) -> int:
         epochs=args.epochs,
         horizon=args.horizon,
         progress=not args.quiet,
+        command=_command(args),
     )
     print(format_cv(report))
     print(f"wrote {os.path.join(args.out, 'cv.json')}")

@@ -226,6 +226,14 @@ class FrictionConfig(_Section):
     )
 
 
+def _validation_horizon(x):
+    if x in ("evaluation", "training") or (
+        isinstance(x, int) and not isinstance(x, bool) and x >= 1
+    ):
+        return None
+    return "must be evaluation, training or an integer >= 1"
+
+
 def _identification_horizon(x):
     if x == "training" or (isinstance(x, int) and not isinstance(x, bool) and x >= 1):
         return None
@@ -259,6 +267,14 @@ class IdentificationConfig(_Section):
         "error instead",
         _identification_horizon,
     )
+    weighting: str = option(
+        "windows",
+        (str,),
+        "windows = every window's errors count alike; recordings = each training recording's errors relative to "
+        "the starting physics' error on it (per state variable), so that a recording where every model errs a "
+        "lot, e.g. a chaotic one, does not decide the fit alone (recordings still count by their windows)",
+        one_of(("windows", "recordings")),
+    )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive
     )
@@ -291,6 +307,7 @@ class ModelConfig(_Section):
     zero_init = False  # has no network starting at zero: does not start as its physics
     start_from = None  # starts from no other run's physics
     identification = IdentificationConfig(method="none")  # has no physics to identify
+    residual_penalty = 0.0  # has no residual to keep small
 
     def __post_init__(self):
         if MODEL_SECTIONS.get(self.type) is not type(self):
@@ -416,6 +433,14 @@ class PinodeModelConfig(_PhysicsKeys, _InputKeys, _OutputKeys, _NetworkKeys, Mod
         NUM,
         "gate box: how far (× the box's width per coordinate) the residual fades",
         positive,
+    )
+    residual_penalty: float = option(
+        0.0,
+        NUM,
+        "λ of the training loss's term λ · mean ‖g · Q_θ‖² over the training windows' measured states (the "
+        "residual in units of its output scale): a minimal-norm residual, so the physics explains all it can "
+        "(as APHYNITY); 0 = off",
+        non_negative,
     )
 
 
@@ -548,11 +573,13 @@ class TrainingConfig(_Section):
     patience: int = option(
         10, (int,), "early stopping: epochs without validation improvement", positive
     )
-    validation_horizon: int | None = option(
-        None,
-        (int,),
-        "rollout steps of the validation loss; null: the largest training horizon",
-        positive,
+    validation_horizon: int | str | None = option(
+        "evaluation",
+        (int, str),
+        "rollout steps of the validation windows, whose end-of-window error selects the checkpoint: evaluation = "
+        "the user's horizon, evaluation.horizon (the longest training horizon where no validation recording "
+        "holds a window that long); training (or null) = the longest training horizon; or a number of steps",
+        _validation_horizon,
         nullable=True,
     )
     max_steps: int | None = option(

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._indexing import place
-from .._types import Q, QDDot, QDot, U
+from .._types import Q, QDDot, QDot, Scalar, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
 from ..systems.friction import AbstractFriction
 from ..systems.parameters import Bounded
@@ -184,16 +184,27 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         if self.friction is not None:
             force = force + self.friction(qd)
         if self.network is not None:
-            out = self.output_scale(self.network(self.features(q, qd, u)))
-            if self.zero_at_rest:
-                # Q_θ(q, q̇, u) − Q_θ(q, 0, 0): no residual force at rest without input, so the physics'
-                # equilibria stay equilibria (a controller's trim point is the physics', not the network's).
-                rest = self.features(q, jnp.zeros_like(qd), jnp.zeros_like(u))
-                out = out - self.output_scale(self.network(rest))
-            if self.region is not None:
-                out = self.region(q, qd).astype(out.dtype) * out
+            out = self.output_scale(self._gated_network(q, qd, u))
             force = force + place(out.astype(force.dtype), self.force_on, force.shape[0])
         return force
+
+    def _gated_network(self, q: Q, qd: QDot, u: U):
+        """g(q, q̇) · Q_θ(q, q̇, u), in the network's own units (before the output scale s)."""
+        out = self.network(self.features(q, qd, u))
+        if self.zero_at_rest:
+            # Q_θ(q, q̇, u) − Q_θ(q, 0, 0): no residual force at rest without input, so the physics'
+            # equilibria stay equilibria (a controller's trim point is the physics', not the network's).
+            out = out - self.network(self.features(q, jnp.zeros_like(qd), jnp.zeros_like(u)))
+        if self.region is not None:
+            out = self.region(q, qd).astype(out.dtype) * out
+        return out
+
+    def residual_size(self, q: Q, qd: QDot, u: U) -> Scalar:
+        """‖g · Q_θ(q, q̇, u)‖², the residual's size in units of its output scale (0 without a network): what
+        `model.residual_penalty` keeps small, so that the physics explains all it can."""
+        if self.network is None:
+            return jnp.zeros((), qd.dtype)
+        return jnp.sum(self._gated_network(q, qd, self.history.read(u, q.dtype)) ** 2)
 
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
         u = self.history.read(u, q.dtype)

@@ -38,6 +38,7 @@ def make_loss(config: Config, system, stats) -> StateLoss:
         weights("weights_qd"),
         jnp.asarray(sq),
         jnp.asarray(sqd),
+        residual_weight=float(config.model.residual_penalty),
     )
 
 

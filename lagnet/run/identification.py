@@ -10,6 +10,8 @@ import os
 import sys
 import warnings
 
+import numpy as np
+
 from ..data.windows import make_windows
 from ..models.summary import physics_summary
 from ..train.identify import copy_physics, identify, physical_vector
@@ -46,11 +48,13 @@ def identify_physics(
             loss,
             max_windows=ic.max_windows,
             max_iterations=ic.max_iterations,
+            groups=_recording_of_windows(trajs, horizon) if ic.weighting == "recordings" else None,
         )
         identified = result.model
         record = {
             "method": ic.method,
             "horizon": windows.k,
+            "weighting": ic.weighting,
             "loss_before": result.initial_loss,
             "loss": result.loss,
             "evaluations": result.iterations,
@@ -75,6 +79,12 @@ def identify_physics(
     record["physics"] = physics_summary(identified)
     model = copy_physics(model, identified).with_physics_trainable(ic.refine)
     return model, record
+
+
+def _recording_of_windows(trajs, k: int) -> np.ndarray:
+    """The index of the recording each window of `make_windows(trajs, k, skip_short=True)` lies in."""
+    counts = [t.n_rows - k if t.n_rows >= k + 1 else 0 for t in trajs]
+    return np.repeat(np.arange(len(trajs)), counts)
 
 
 def save_identified(record, model, checkpoint_dir) -> None:

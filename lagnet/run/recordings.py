@@ -8,6 +8,7 @@ import numpy as np
 from ..config import Config, ConfigError
 from ..config.models import input_limit
 from ..data.derivatives import DEFAULT_WINDOW, smoothed_derivative
+from ..data.horizons import parse_horizon
 from ..data.loader import load_trajectories
 from ..data.trajectory import Trajectory
 from ..models.history import InputHistory
@@ -78,6 +79,34 @@ def sample_statistics(trajs: list[Trajectory], *, window: float = DEFAULT_WINDOW
     return {"q": q, "qd": qd, "qdd": qdd, "u": u}
 
 
+def validation_horizon(
+    config: Config, recordings: list[Trajectory], validation: list[Trajectory]
+) -> tuple[int, str | None]:
+    """The steps of the validation windows, and why they are not the ones asked for (None when they are).
+
+    `training.validation_horizon: evaluation` (the default) is the user's horizon, `evaluation.horizon` (seconds
+    at the measured step), so the checkpoint is chosen by the error the evaluation reports; where no validation
+    recording holds a window that long, the longest training horizon. `training` (or null) is the longest
+    training horizon; a number is that many steps.
+    """
+    tc = config.training
+    given, longest = tc.validation_horizon, tc.longest_horizon
+    if isinstance(given, int):
+        return given, None
+    if given != "evaluation":
+        return longest, None
+    horizon = parse_horizon(config.evaluation.horizon, "evaluation.horizon")
+    steps = horizon.steps
+    if steps is None:
+        steps = max(1, round(horizon.seconds / measured_step(recordings)))
+    if not any(t.n_rows >= steps + 1 for t in validation):
+        return longest, (
+            f"validating over {longest} step(s), the longest training horizon: no validation recording holds a "
+            f"window of the evaluation horizon ({steps} steps; training.validation_horizon)"
+        )
+    return steps, None
+
+
 def check_enough_samples(
     config: Config,
     recordings: list[Trajectory],
@@ -104,7 +133,7 @@ def check_enough_samples(
                 else ""
             )
         )
-    val_h = tc.validation_horizon or h
+    val_h = validation_horizon(config, recordings, validation)[0]
     if (dc.validation or dc.validation_fraction > 0) and not any(
         t.n_rows >= val_h + 1 for t in validation
     ):

@@ -43,7 +43,7 @@ from .folder import (
 from .identification import identify_physics, save_identified
 from .load import as_dtype, check_precision
 from .lock import locks_run_dir
-from .recordings import measured_step, sample_statistics
+from .recordings import measured_step, sample_statistics, validation_horizon
 from .spec import RunSpec, module_digest
 from .training_data import load_training_data
 from .validation import outlier_segments, segment_errors
@@ -162,7 +162,9 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
     # Loading the data, building the model and fitting its friction: what `lagnet train` does before `fit`.
     load_seconds = time.perf_counter() - start_time
     mesh = data_parallel_mesh(config.devices, tc.batch_size)
-    val_h = tc.validation_horizon or tc.longest_horizon
+    val_h, why = validation_horizon(config, train_trajs, val_trajs)
+    if why and main and val_trajs:
+        warnings.warn(f"{config.name}: {why}", stacklevel=5)
     validation = make_windows(val_trajs, val_h, skip_short=True, dtype=dtype) if val_trajs else None
     if main and val_trajs and len(val_trajs) <= 200:
         scores = segment_errors(model, integrator, loss, val_trajs, val_h)
@@ -304,6 +306,7 @@ def _summary(config: Config, setup: _Setup, result, seconds, fallback, stuck) ->
         "seconds_compile": result.compile_seconds,
         "seconds_train": result.seconds - result.compile_seconds,
         "select_by": select_by,
+        "validation_horizon": None if setup.validation is None else setup.validation.k,
         "best_score": result.best_loss,
         "stop_reason": result.stop_reason,
         "steps_run": result.steps_run,

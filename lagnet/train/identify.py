@@ -20,6 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float, Int
 
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
@@ -174,8 +175,9 @@ class Identification:
         return out
 
 
-def _residual_fn(model, integrator, loss: StateLoss, batch):
-    """θ ↦ r(θ) / √N: the stacked scaled state errors of every window and step, so ‖·‖² is the mean loss."""
+def _residual_fn(model, integrator, loss: StateLoss, batch, weights=None):
+    """θ ↦ r(θ) / √N: the stacked scaled state errors of every window and step, so ‖·‖² is the mean loss;
+    `weights` (windows, 2n), when given, multiply each window's errors per state variable."""
     q0, qd0, us, dts, q_true, qd_true = batch
     is_angle = jnp.asarray(loss.angles)
 
@@ -193,6 +195,8 @@ def _residual_fn(model, integrator, loss: StateLoss, batch):
     def residual(theta):
         m = with_physical_vector(model, theta)
         r = jax.vmap(lambda *w: one(m, *w))(q0, qd0, us, dts, q_true, qd_true)
+        if weights is not None:
+            r = r * weights[:, None, :]
         return jnp.ravel(r) / jnp.sqrt(count)
 
     return residual
@@ -221,6 +225,65 @@ def _collocation_fn(model, batch):
     return residual
 
 
+def _group_weights(residual, theta, groups, batch, dtype) -> Float[Array, "windows state"]:
+    """Per window and state variable, s_all / s_group: the starting model's RMS error over all windows over its
+    RMS error over the window's group (1 where a group's error vanishes)."""
+    windows, state = batch[0].shape[0], 2 * batch[0].shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.asarray(jax.jit(residual)(jnp.asarray(theta, dtype)), float)
+    r = r.reshape(windows, -1, state)
+    square = np.mean(r**2, axis=1)  # (windows, state)
+    overall = np.sqrt(np.mean(square, axis=0))
+    weights = np.ones((windows, state))
+    for g in np.unique(groups):
+        mine = groups == g
+        own = np.sqrt(np.mean(square[mine], axis=0))
+        ok = np.isfinite(own) & (own > 1e-12 * (1.0 + overall))
+        weights[mine] = np.where(ok, overall / np.where(ok, own, 1.0), 1.0)
+    return jnp.asarray(weights, dtype)
+
+
+def _bounded_least_squares(residual, x, lower, upper, dtype, max_iterations: int):
+    """One bounded trust-region least-squares solve of `residual` from x (Jacobians by forward-mode autodiff):
+    (x, cost, evaluations, the solver's message), cost = ‖r‖² at the x returned, which is the start's unless
+    the solve improved on it (None as message when the start's cost is not finite and nothing was solved)."""
+    import scipy.optimize  # here: it takes a noticeable part of `import lagnet`
+
+    fun, jac = jax.jit(residual), jax.jit(jax.jacfwd(residual))
+
+    def f(x):
+        return np.asarray(fun(jnp.asarray(x, dtype)), float)
+
+    def j(x):
+        return np.asarray(jac(jnp.asarray(x, dtype)), float)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        r0 = f(x)
+        cost0 = float(r0 @ r0)
+    if not np.isfinite(cost0):
+        return x, cost0, 0, None
+    result = scipy.optimize.least_squares(
+        f,
+        x,
+        jac=j,
+        bounds=(lower, upper),
+        method="trf",
+        x_scale="jac",
+        max_nfev=max_iterations,
+        ftol=1e-10,
+        xtol=1e-10,
+        gtol=1e-10,
+    )
+    if np.isfinite(result.cost) and 2 * result.cost <= cost0:
+        return (
+            np.clip(result.x, lower, upper),
+            float(2 * result.cost),
+            int(result.nfev),
+            str(result.message),
+        )
+    return x, cost0, int(result.nfev), str(result.message)
+
+
 def identify(
     model: AbstractModel,
     integrator: AbstractIntegrator,
@@ -229,15 +292,18 @@ def identify(
     *,
     max_windows: int = 1024,
     max_iterations: int = 100,
+    groups: Int[np.ndarray, " windows"] | None = None,
 ) -> Identification:
     """Fit `model`'s trained physical parameters (its `Bounded` leaves) to `windows` through the solver.
 
     Pass the physics alone (e.g. a PINODE without its network): every other trainable leaf is held. Up to
     `max_windows` windows, evenly spread over the data, enter the fit; `max_iterations` bounds the solver's
-    function evaluations. Returns the identified model and the solver's account (`Identification`).
+    function evaluations. With `groups` (one label per window, e.g. its recording), each group's errors are
+    divided, per state variable, by the starting model's RMS error on that group (and multiplied by its RMS error
+    on all windows, so the loss keeps its scale): a recording where every model errs a lot (a chaotic one) then
+    does not decide the fit alone, and each group counts by its number of windows. Returns the identified model
+    and the solver's account (`Identification`).
     """
-    import scipy.optimize  # here: it takes a noticeable part of `import lagnet`
-
     start = time.perf_counter()
     theta0, lower, upper = physical_vector(model)
     n = len(windows)
@@ -248,40 +314,17 @@ def identify(
     iterations, message = 0, "nothing to identify"
 
     def solve(residual, x):
-        """One bounded least-squares solve from x; returns (x, cost) with cost = ‖r‖² at the x returned."""
         nonlocal iterations, message
-        fun, jac = jax.jit(residual), jax.jit(jax.jacfwd(residual))
-
-        def f(x):
-            return np.asarray(fun(jnp.asarray(x, dtype)), float)
-
-        def j(x):
-            return np.asarray(jac(jnp.asarray(x, dtype)), float)
-
-        with np.errstate(over="ignore", invalid="ignore"):
-            r0 = f(x)
-            cost0 = float(r0 @ r0)
-        if not np.isfinite(cost0):
-            return x, cost0
-        result = scipy.optimize.least_squares(
-            f,
-            x,
-            jac=j,
-            bounds=(lower, upper),
-            method="trf",
-            x_scale="jac",
-            max_nfev=max_iterations,
-            ftol=1e-10,
-            xtol=1e-10,
-            gtol=1e-10,
+        x, cost, nfev, said = _bounded_least_squares(
+            residual, x, lower, upper, dtype, max_iterations
         )
-        iterations += int(result.nfev)
-        message = str(result.message)
-        if np.isfinite(result.cost) and 2 * result.cost <= cost0:
-            return np.clip(result.x, lower, upper), float(2 * result.cost)
-        return x, cost0
+        iterations, message = iterations + nfev, said or message
+        return x, cost
 
     rollout_residual = _residual_fn(model, integrator, loss, batch)
+    if groups is not None and theta.size:
+        weights = _group_weights(rollout_residual, theta, np.asarray(groups)[pick], batch, dtype)
+        rollout_residual = _residual_fn(model, integrator, loss, batch, weights)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.asarray(jax.jit(rollout_residual)(jnp.asarray(theta, dtype)), float)
         initial = final = float(r @ r)

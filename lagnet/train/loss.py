@@ -23,6 +23,8 @@ class StateLoss(eqx.Module):
     weights_qd: Float[Array, " n"]
     scale_q: Float[Array, " n"]
     scale_qd: Float[Array, " n"]
+    # λ of the training loss's residual term (`residual_penalty`); 0 leaves the state loss alone.
+    residual_weight: float = eqx.field(static=True, default=0.0)
 
     def per_step(self, q_pred, qd_pred, q_true, qd_true):
         """ℓ_j = Σ_i λ_q e_q,ij² / σ_q,i² + λ_q̇ (q̇ − q̇')_ij² / σ_q̇,i², one value per step j (shape (steps,))."""
@@ -143,10 +145,26 @@ def batch_loss(model, integrator, loss, batch, *, steps=None):
 
     With `steps`, the windows are rolled out by `held_rollout` (the same states, a reverse pass that compiles
     smaller than `FirstSteps`'s); differentiable in reverse mode only."""
+    penalty = 0.0
+    if loss.residual_weight:
+        penalty = loss.residual_weight * residual_penalty(model, batch, steps=steps)
     if steps is None:
         per_window = jax.vmap(lambda *w: window_loss(model, integrator, loss, *w))(*batch)
-        return jnp.mean(per_window)
+        return jnp.mean(per_window) + penalty
     q0, qd0, us, dts, q_true, qd_true = batch
     qs, qds = held_rollout(model, integrator, q0, qd0, us, dts, steps)
     per_step = jax.vmap(loss.per_step)(qs, qds, q_true, qd_true)
-    return jnp.mean(jax.vmap(lambda p: mean_over_steps(p, steps))(per_step))
+    return jnp.mean(jax.vmap(lambda p: mean_over_steps(p, steps))(per_step)) + penalty
+
+
+def residual_penalty(model, batch, *, steps=None):
+    """mean over windows and their (first `steps`) steps j of ‖g · Q_θ(q_j, q̇_j, u_j)‖² at the measured states.
+
+    The minimal-norm term of APHYNITY (Yin et al., 2021): among residuals that fit equally well, training
+    prefers the smallest, so the physics (refined alongside) explains all it can and the network only the rest.
+    """
+    q0, qd0, us, _, q_true, qd_true = batch
+    qs = jnp.concatenate([q0[:, None], q_true[:, :-1]], axis=1)
+    qds = jnp.concatenate([qd0[:, None], qd_true[:, :-1]], axis=1)
+    size = jax.vmap(jax.vmap(model.residual_size))(qs, qds, us)
+    return jnp.mean(jax.vmap(lambda p: mean_over_steps(p, steps))(size))

@@ -249,6 +249,8 @@ MODELS = {
         "identification": {"refine": False},
         "gate": "none",
     },
+    # The network blind to the positions the known physics does not depend on (the cart's x).
+    "pinode (cyclic positions hidden)": {"type": "pinode", "hide_position": "cyclic"},
     # The minimal-norm residual (APHYNITY): a penalty λ · mean ‖g · Q_θ‖², with and without the gate.
     "pinode (residual penalty 1e-4)": {"type": "pinode", "residual_penalty": 1e-4},
     "pinode (residual penalty 1e-3)": {"type": "pinode", "residual_penalty": 1e-3},

@@ -342,3 +342,23 @@ def test_the_residual_penalty_is_a_pinode_key(pendulum_csv):
         ConfigError, match="model.residual_penalty: read only by model types pinode"
     ):
         validate({"system": {"name": "pendulum"}, "model": pure, "data": {"train": [pendulum_csv]}})
+
+
+def test_validation_blocks_spread_validation_over_a_single_recording(pendulum_csv):
+    """`data.validation_blocks: b`: one recording is cut into 2b blocks dealt to training and validation, so the
+    validation blocks lie across the recording instead of at its tail; 1 keeps the tail."""
+    from lagnet.config import build_system
+    from lagnet.run.training_data import load_training_data
+
+    config = _config(pendulum_csv)
+    tail_train, tail_val = load_training_data(config, build_system(config))
+    last_trained = max(float(t.t[-1]) for t in tail_train)
+    assert len(tail_val) == 1 and float(tail_val[0].t[0]) > last_trained
+    spread = config.replace(data={"validation_blocks": 10})
+    train, validation = load_training_data(spread, build_system(spread))
+    assert len(validation) == 3 and len(train) >= 3  # 20 blocks, 15 % of them held out
+    assert min(float(t.t[0]) for t in validation) < max(float(t.t[-1]) for t in train)
+    rows = sum(t.n_rows for t in train + validation)
+    assert rows == sum(t.n_rows for t in tail_train + tail_val)
+    with pytest.raises(ConfigError, match="data.validation_blocks"):
+        config.replace(data={"validation_blocks": 0})

@@ -528,6 +528,14 @@ class DataConfig(_Section):
         "else the last fraction of each",
         fraction,
     )
+    validation_blocks: int = option(
+        1,
+        (int,),
+        "with fewer than 3 training recordings: 1 = the last validation_fraction of each is validation; b > 1 = "
+        "each is cut into 2b equal blocks dealt at random (seeded) to training and validation in proportion, so "
+        "validation spans the recording's range of conditions instead of its tail",
+        positive,
+    )
     max_duration: float | None = option(
         None, NUM, "use only the first this many seconds of training data", positive, nullable=True
     )

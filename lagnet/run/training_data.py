@@ -34,7 +34,9 @@ def load_training_data(config: Config, system):
         # not fitted on, as a test set does (a tail of each run may be a regime of its own).
         splits = split_by_file(trajs, {"train": 1 - v, "validation": v}, seed=config.seed)
     elif v > 0:
-        splits = split_by_time(trajs, {"train": 1 - v, "validation": v})
+        splits = split_by_time(
+            trajs, {"train": 1 - v, "validation": v}, blocks=dc.validation_blocks, seed=config.seed
+        )
     else:
         splits = {"train": trajs, "validation": []}
     check_enough_samples(config, trajs, splits["train"], splits["validation"])

@@ -241,12 +241,14 @@ def test_identification_weighting_by_recordings_through_the_config(pendulum_csv,
     config = _config(pendulum_csv, identification={"weighting": "recordings"})
     train_run(config.replace(training={"epochs": 0}), str(tmp_path / "run"), progress=False)
     ident = json.loads((tmp_path / "run" / "summary.json").read_text())["identification"]
-    assert ident["weighting"] == "recordings"
+    assert ident["weighting"] == "recordings" and ident["prior_weight"] == 0.0
     assert ident["physics"]["friction"]["viscous"]["theta"] == pytest.approx(
         TRUE["viscous"], rel=0.05
     )
     with pytest.raises(ConfigError, match="model.identification.weighting"):
         _config(pendulum_csv, identification={"weighting": "runs"})
+    with pytest.raises(ConfigError, match="model.identification.prior_weight"):
+        _config(pendulum_csv, identification={"prior_weight": -1.0})
 
 
 @pytest.mark.parametrize(
@@ -362,3 +364,20 @@ def test_validation_blocks_spread_validation_over_a_single_recording(pendulum_cs
     assert rows == sum(t.n_rows for t in tail_train + tail_val)
     with pytest.raises(ConfigError, match="data.validation_blocks"):
         config.replace(data={"validation_blocks": 0})
+
+
+def test_a_prior_holds_the_given_values_as_far_as_its_weight_says(windows):
+    """`prior_weight` λ: a MAP fit. λ = 0 reaches the data's value from a start 2× off; a large λ keeps the
+    given value; in between the fit lies between them; a parameter that starts at 0 has no prior."""
+    start = _model(2.0 * TRUE["coulomb"], 0.0)
+
+    def coulomb(weight):
+        result = identify(start, RK4(), windows, _loss(), prior_weight=weight)
+        return result.model.friction.values_by_term()
+
+    free, held, middle = coulomb(0.0), coulomb(1e8), coulomb(1e-3)
+    assert free["coulomb"][0] == pytest.approx(TRUE["coulomb"], rel=0.05)
+    assert held["coulomb"][0] == pytest.approx(2.0 * TRUE["coulomb"], rel=1e-3)
+    assert TRUE["coulomb"] * 1.01 < middle["coulomb"][0] < 2.0 * TRUE["coulomb"] * 0.99
+    # The viscous coefficient started at 0: unheld, it still reaches the data's value under the large λ.
+    assert held["viscous"][0] > 0.5 * TRUE["viscous"]

@@ -275,6 +275,14 @@ class IdentificationConfig(_Section):
         "lot, e.g. a chaotic one, does not decide the fit alone (recordings still count by their windows)",
         one_of(("windows", "recordings")),
     )
+    prior_weight: float = option(
+        0.0,
+        NUM,
+        "λ of a prior around the given values: the fit adds λ Σ ((θ − θ0)/θ0)² over the parameters that do not "
+        "start at 0 (a MAP fit, relative width λ^-1/2), so it moves a lab's identified values only as far as the "
+        "data insists; 0 = off",
+        non_negative,
+    )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive
     )

@@ -49,12 +49,14 @@ def identify_physics(
             max_windows=ic.max_windows,
             max_iterations=ic.max_iterations,
             groups=_recording_of_windows(trajs, horizon) if ic.weighting == "recordings" else None,
+            prior_weight=ic.prior_weight,
         )
         identified = result.model
         record = {
             "method": ic.method,
             "horizon": windows.k,
             "weighting": ic.weighting,
+            "prior_weight": ic.prior_weight,
             "loss_before": result.initial_loss,
             "loss": result.loss,
             "evaluations": result.iterations,

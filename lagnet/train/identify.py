@@ -243,6 +243,25 @@ def _group_weights(residual, theta, groups, batch, dtype) -> Float[Array, "windo
     return jnp.asarray(weights, dtype)
 
 
+def _prior_fn(theta0, weight: float):
+    """residual ↦ θ ↦ [residual(θ), √λ (θ − θ0) / |θ0|] over the entries with θ0 ≠ 0 (λ = 0: the residual)."""
+    scale = np.abs(np.asarray(theta0, float))
+    held = np.flatnonzero(scale > 0)
+    if weight <= 0 or held.size == 0:
+        return lambda residual: residual
+    centre, size = jnp.asarray(theta0[held]), jnp.asarray(scale[held] / np.sqrt(weight))
+
+    def wrap(residual):
+        return lambda theta: jnp.concatenate(
+            [
+                residual(theta),
+                ((theta[held] - centre.astype(theta.dtype)) / size).astype(theta.dtype),
+            ]
+        )
+
+    return wrap
+
+
 def _bounded_least_squares(residual, x, lower, upper, dtype, max_iterations: int):
     """One bounded trust-region least-squares solve of `residual` from x (Jacobians by forward-mode autodiff):
     (x, cost, evaluations, the solver's message), cost = ‖r‖² at the x returned, which is the start's unless
@@ -293,6 +312,7 @@ def identify(
     max_windows: int = 1024,
     max_iterations: int = 100,
     groups: Int[np.ndarray, " windows"] | None = None,
+    prior_weight: float = 0.0,
 ) -> Identification:
     """Fit `model`'s trained physical parameters (its `Bounded` leaves) to `windows` through the solver.
 
@@ -301,8 +321,10 @@ def identify(
     function evaluations. With `groups` (one label per window, e.g. its recording), each group's errors are
     divided, per state variable, by the starting model's RMS error on that group (and multiplied by its RMS error
     on all windows, so the loss keeps its scale): a recording where every model errs a lot (a chaotic one) then
-    does not decide the fit alone, and each group counts by its number of windows. Returns the identified model
-    and the solver's account (`Identification`).
+    does not decide the fit alone, and each group counts by its number of windows. `prior_weight` λ adds
+    λ Σ_i ((θ_i − θ0_i) / θ0_i)² over the parameters that start away from 0 (a Gaussian prior of relative width
+    λ^(-1/2) around the given values: a MAP fit that moves them only as far as the data insists). Returns the
+    identified model and the solver's account (`Identification`).
     """
     start = time.perf_counter()
     theta0, lower, upper = physical_vector(model)
@@ -331,8 +353,9 @@ def identify(
     if theta.size:
         # The equation error first, then the rollouts through the solver: a start far off (a damping 100× too
         # large) can make a k-step rollout diverge, where the equation error stays finite and brings it near.
-        theta, _ = solve(_collocation_fn(model, batch), theta)
-        theta, final = solve(rollout_residual, theta)
+        prior = _prior_fn(theta, prior_weight)
+        theta, _ = solve(prior(_collocation_fn(model, batch)), theta)
+        theta, final = solve(prior(rollout_residual), theta)
     return Identification(
         with_physical_vector(model, jnp.asarray(theta)) if theta.size else model,
         initial,

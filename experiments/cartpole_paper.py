@@ -65,6 +65,7 @@ def run_one(label, seconds, out_root, extra=()):
         "train_seconds": time.perf_counter() - t0,
         "epochs": result.epochs,
         "errors": metrics["errors"],
+        "baseline": metrics["baseline"],
         "run_dir": run_dir,
     }
 
@@ -80,10 +81,12 @@ def table(rows, with_baselines: bool):
             + " |"
         )
     if with_baselines:
-        for base in (rows[0].get("baseline", "known physics"), "hold initial state"):
+        # The first row's baselines: its physics prior (the evaluation's name for it) and holding the state.
+        for base in (rows[0]["baseline"], "hold initial state"):
             e = rows[0]["errors"][base]
+            name = f"{rows[0]['label']}'s {base}" if base != "hold initial state" else base
             lines.append(
-                f"| {base} | "
+                f"| {name} | "
                 + " | ".join(f"{e[s]['mean']:.4f} ± {e[s]['std']:.3f}" for s in STATE)
                 + " |"
             )

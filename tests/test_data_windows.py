@@ -104,3 +104,27 @@ def test_bad_fractions_and_window_lengths():
         ld.make_windows(tr, 0)
     with pytest.raises(ValueError, match="batch_size=1000 is more than the 197 windows"):
         ld.make_windows(tr, 3).epoch(jax.random.key(0), 1000)
+
+
+def test_window_recordings_name_the_trajectory_each_window_lies_in():
+    """Three trajectories, the middle one too short for a window: each window's label is the trajectory whose
+    rows it starts in (the rows count from 0 in every trajectory here, so the offsets tell them apart)."""
+    from lagnet.data.windows import window_recordings
+
+    trajs = [
+        counting_trajectory(30, "a"),
+        counting_trajectory(4, "b"),
+        counting_trajectory(20, "c"),
+    ]
+    k = 5
+    w = ld.make_windows(trajs, k, skip_short=True)
+    labels = window_recordings(trajs, k, skip_short=True)
+    assert labels.shape == (len(w),)
+    first_rows = np.asarray(w.q)[np.asarray(w.starts), 0]
+    assert np.array_equal(labels, np.r_[np.zeros(25), np.full(15, 2)])
+    # The window starting at a trajectory's row 0 is where the label changes.
+    assert np.array_equal(
+        np.flatnonzero(first_rows == 0), np.flatnonzero(np.r_[True, np.diff(labels) != 0])
+    )
+    with pytest.raises(ValueError, match="b: 4 rows"):
+        window_recordings(trajs, k)

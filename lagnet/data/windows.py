@@ -238,6 +238,32 @@ class WindowDataset(eqx.Module):
         return self.batch(self.starts)
 
 
+def _window_starts(trajs, k: int, stride: int, skip_short: bool):
+    """(index, trajectory, its windows' first rows) for every trajectory that holds a window of k steps, as
+    `make_windows` lays them out; a shorter one is skipped with `skip_short`, else a ValueError naming it."""
+    out = []
+    for i, traj in enumerate(trajs):
+        if traj.n_rows < k + 1:
+            if skip_short:
+                continue
+            raise ValueError(
+                f"{traj.source}: {traj.n_rows} rows, too few for a window of k={k} steps "
+                f"(needs at least {k + 1})"
+            )
+        out.append((i, traj, np.arange(0, traj.n_rows - k, stride)))
+    if not out:
+        raise ValueError(f"no trajectory has the k + 1 = {k + 1} rows a window needs")
+    return out
+
+
+def window_recordings(
+    trajectories: Sequence[Trajectory], k: int, *, stride: int = 1, skip_short: bool = False
+) -> Int[np.ndarray, " windows"]:
+    """The index in `trajectories` of the one each window of `make_windows(trajectories, k, ...)` lies in."""
+    laid = _window_starts(list(trajectories), k, stride, skip_short)
+    return np.concatenate([np.full(len(local), i) for i, _, local in laid])
+
+
 def make_windows(
     trajectories: Trajectory | Sequence[Trajectory],
     k: int,
@@ -267,22 +293,13 @@ def make_windows(
             )
     qs, qds, us, dts, starts = [], [], [], [], []
     offset = 0
-    for traj in trajs:
-        if traj.n_rows < k + 1:
-            if skip_short:
-                continue
-            raise ValueError(
-                f"{traj.source}: {traj.n_rows} rows, too few for a window of k={k} steps "
-                f"(needs at least {k + 1})"
-            )
+    for _, traj, local in _window_starts(trajs, k, stride, skip_short):
         qs.append(traj.q)
         qds.append(traj.qd)
         us.append(traj.u)
         dts.append(np.concatenate([traj.dt, [0.0]]))
-        starts.append(offset + np.arange(0, traj.n_rows - k, stride))
+        starts.append(offset + local)
         offset += traj.n_rows
-    if not starts:
-        raise ValueError(f"no trajectory has the k + 1 = {k + 1} rows a window needs")
     dtype = dtype or jnp.result_type(float)
 
     def dev(parts):

@@ -10,9 +10,7 @@ import os
 import sys
 import warnings
 
-import numpy as np
-
-from ..data.windows import make_windows
+from ..data.windows import make_windows, window_recordings
 from ..models.summary import physics_summary
 from ..train.identify import copy_physics, identify, physical_vector
 from .files import load_tree, tree_bytes, write_bytes
@@ -48,7 +46,11 @@ def identify_physics(
             loss,
             max_windows=ic.max_windows,
             max_iterations=ic.max_iterations,
-            groups=_recording_of_windows(trajs, horizon) if ic.weighting == "recordings" else None,
+            groups=(
+                window_recordings(trajs, horizon, skip_short=True)
+                if ic.weighting == "recordings"
+                else None
+            ),
             prior_weight=ic.prior_weight,
         )
         identified = result.model
@@ -81,12 +83,6 @@ def identify_physics(
     record["physics"] = physics_summary(identified)
     model = copy_physics(model, identified).with_physics_trainable(ic.refine)
     return model, record
-
-
-def _recording_of_windows(trajs, k: int) -> np.ndarray:
-    """The index of the recording each window of `make_windows(trajs, k, skip_short=True)` lies in."""
-    counts = [t.n_rows - k if t.n_rows >= k + 1 else 0 for t in trajs]
-    return np.repeat(np.arange(len(trajs)), counts)
 
 
 def save_identified(record, model, checkpoint_dir) -> None:

@@ -108,7 +108,7 @@ def parameters(inertial) -> jax.Array:
     return jnp.concatenate([m[:, None], h, upper], -1).reshape(-1)
 
 
-def identify(joint_types, nb: int, mass_fn, potential_fn) -> Expansion:
+def expand(joint_types, nb: int, mass_fn, potential_fn) -> Expansion:
     """Φᴹ and Φⱽ from `mass_fn(q, (m, h, Ī))` (the recursive M of the rigid bodies) and `potential_fn(q, (m, h),
     g)` (their V), both linear in their parameters, on the grid; computed in float64."""
     with jax.enable_x64(True):

@@ -549,7 +549,7 @@ class RigidBodyTree(AbstractSystem):
             tree = self._tree(q, inertial)
             return _spatial.crba(tree["plan"], tree["subspace"], tree["inertia"])
 
-        e = _expansion.identify(self.joint_types, len(self.parents), mass, self._rigid_potential)
+        e = _expansion.expand(self.joint_types, len(self.parents), mass, self._rigid_potential)
         return self._checked(e, required)
 
     def _checked(self, e: _expansion.Expansion, required: bool) -> _expansion.Expansion | None:

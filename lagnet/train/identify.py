@@ -20,7 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Float, Int
 
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
@@ -142,7 +142,9 @@ def copy_physics(model: AbstractModel, source: AbstractModel) -> AbstractModel:
 
 @dataclasses.dataclass(frozen=True)
 class Identification:
-    """The result of `identify`: the identified model, the loss before and after, the solver's account."""
+    """The result of `identify`: the identified model, the loss before and after, the solver's account. The losses
+    are of the fitted residual: weighted by group when `identify` had groups, and `loss` includes the prior's term
+    when it had a prior (0 at the start)."""
 
     model: AbstractModel
     initial_loss: float
@@ -225,22 +227,20 @@ def _collocation_fn(model, batch):
     return residual
 
 
-def _group_weights(residual, theta, groups, batch, dtype) -> Float[Array, "windows state"]:
-    """Per window and state variable, s_all / s_group: the starting model's RMS error over all windows over its
-    RMS error over the window's group (1 where a group's error vanishes)."""
-    windows, state = batch[0].shape[0], 2 * batch[0].shape[1]
-    with np.errstate(over="ignore", invalid="ignore"):
-        r = np.asarray(jax.jit(residual)(jnp.asarray(theta, dtype)), float)
-    r = r.reshape(windows, -1, state)
+def _group_weights(
+    r: Float[np.ndarray, "windows steps state"], groups: Int[np.ndarray, " windows"]
+) -> Float[np.ndarray, "windows state"]:
+    """Per window and state variable, s_all / s_group: the starting model's RMS error `r` over all windows over
+    its RMS error over the window's group (1 where a group's error vanishes)."""
     square = np.mean(r**2, axis=1)  # (windows, state)
     overall = np.sqrt(np.mean(square, axis=0))
-    weights = np.ones((windows, state))
+    weights = np.ones(square.shape)
     for g in np.unique(groups):
         mine = groups == g
         own = np.sqrt(np.mean(square[mine], axis=0))
         ok = np.isfinite(own) & (own > 1e-12 * (1.0 + overall))
         weights[mine] = np.where(ok, overall / np.where(ok, own, 1.0), 1.0)
-    return jnp.asarray(weights, dtype)
+    return weights
 
 
 def _prior_fn(theta0, weight: float):
@@ -344,12 +344,17 @@ def identify(
         return x, cost
 
     rollout_residual = _residual_fn(model, integrator, loss, batch)
-    if groups is not None and theta.size:
-        weights = _group_weights(rollout_residual, theta, np.asarray(groups)[pick], batch, dtype)
-        rollout_residual = _residual_fn(model, integrator, loss, batch, weights)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.asarray(jax.jit(rollout_residual)(jnp.asarray(theta, dtype)), float)
-        initial = final = float(r @ r)
+        if groups is not None and theta.size:
+            # The weights come from the same evaluation: the weighted residual at the start is r · w.
+            r = r.reshape(len(pick), -1, 2 * batch[0].shape[1])
+            weights = _group_weights(r, np.asarray(groups)[pick])
+            r = r * weights[:, None, :]
+            rollout_residual = _residual_fn(
+                model, integrator, loss, batch, jnp.asarray(weights, dtype)
+            )
+        initial = final = float(np.sum(r**2))
     if theta.size:
         # The equation error first, then the rollouts through the solver: a start far off (a damping 100× too
         # large) can make a k-step rollout diverge, where the equation error stays finite and brings it near.

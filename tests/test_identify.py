@@ -246,10 +246,37 @@ def test_identification_weighting_by_recordings_through_the_config(pendulum_csv,
     assert ident["physics"]["friction"]["viscous"]["theta"] == pytest.approx(
         TRUE["viscous"], rel=0.05
     )
+    assert ident["data"] == "training" and ident["recordings"] == 1
     with pytest.raises(ConfigError, match="model.identification.weighting"):
         _config(pendulum_csv, identification={"weighting": "runs"})
     with pytest.raises(ConfigError, match="model.identification.prior_weight"):
         _config(pendulum_csv, identification={"prior_weight": -1.0})
+
+
+def test_identification_on_all_recordings_fits_the_validation_data_too(pendulum_csv, tmp_path):
+    """`model.identification.data: all`: the physics is fitted on the training and the validation recordings (here
+    the recording's training part and its validation tail), and still reaches the true friction."""
+    config = _config(pendulum_csv, identification={"data": "all"})
+    train_run(config.replace(training={"epochs": 0}), str(tmp_path / "run"), progress=False)
+    ident = json.loads((tmp_path / "run" / "summary.json").read_text())["identification"]
+    assert ident["data"] == "all" and ident["recordings"] == 2
+    assert ident["physics"]["friction"]["coulomb"]["theta"] == pytest.approx(
+        TRUE["coulomb"], rel=0.05
+    )
+    with pytest.raises(ConfigError, match="model.identification.data"):
+        _config(pendulum_csv, identification={"data": "validation"})
+
+
+def test_worst_coordinate_selection_needs_every_coordinate_to_improve():
+    """`select_by: worst_relative_error` scores an epoch by its worst coordinate against the untrained model: one
+    that halves one coordinate's error and worsens another's by 20 % beats it on the mean, not on the worst."""
+    from lagnet.train.fit import _Selection
+
+    base = np.array([0.1, 2.0])
+    trade = np.array([0.05, 2.4])  # ratios 0.5 and 1.2
+    assert _Selection("relative_error", base).score(1.0, trade) == pytest.approx(0.85)
+    assert _Selection("worst_relative_error", base).score(1.0, trade) == pytest.approx(1.2)
+    assert _Selection("worst_relative_error", base).score(1.0, 0.9 * base) == pytest.approx(0.9)
 
 
 @pytest.mark.parametrize(

@@ -102,6 +102,7 @@ def run(args) -> int:
         "loss": "loss",
         "final_error": "final error (mean over coordinates)",
         "relative_error": "final error relative to the physics (mean over coordinates)",
+        "worst_relative_error": "final error relative to the physics (worst coordinate)",
     }[result.select_by]
     print(
         f"trained {config.name} ({config.model.type}): best validation {metric} "

@@ -283,6 +283,14 @@ class IdentificationConfig(_Section):
         "data insists; 0 = off",
         non_negative,
     )
+    data: str = option(
+        "training",
+        (str,),
+        "the recordings the physics is fitted on: training = the training recordings; all = the training and "
+        "the validation recordings (the few physical parameters gain the held-out runs' information, and a "
+        "network is then kept only where it beats a physics that has seen the validation data too)",
+        one_of(("training", "all")),
+    )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive
     )
@@ -618,9 +626,10 @@ class TrainingConfig(_Section):
         "what picks best.eqx and what patience waits on: relative_error (the validation windows' end-of-window "
         "|error| per coordinate divided by the untrained model's, averaged: for a PINODE the ratio to its "
         "identified physics, so a run that never beats the physics ships it) | final_error (that error in the "
-        "data's units, averaged over coordinates) | loss (the validation loss) | auto: relative_error when "
-        "there are validation windows, else loss",
-        one_of(("auto", "relative_error", "final_error", "loss")),
+        "data's units, averaged over coordinates) | worst_relative_error (the largest of those ratios: an epoch "
+        "beats the physics only if every coordinate improves) | loss (the validation loss) | auto: "
+        "relative_error when there are validation windows, else loss",
+        one_of(("auto", "relative_error", "worst_relative_error", "final_error", "loss")),
     )
     keep_checkpoints: int = option(
         3, (int,), "training states of the last N epochs kept for resuming", positive

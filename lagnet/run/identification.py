@@ -59,6 +59,8 @@ def identify_physics(
             "horizon": windows.k,
             "weighting": ic.weighting,
             "prior_weight": ic.prior_weight,
+            "data": ic.data,
+            "recordings": len(trajs),
             "loss_before": result.initial_loss,
             "loss": result.loss,
             "evaluations": result.iterations,

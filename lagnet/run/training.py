@@ -144,7 +144,7 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         config,
         model,
         integrator,
-        train_trajs,
+        train_trajs + val_trajs if config.model.identification.data == "all" else train_trajs,
         loss,
         dtype,
         checkpoints.folder,

@@ -44,7 +44,7 @@ __all__ = [
     "make_eval_fn",
 ]
 
-SELECTION_METRICS = ("loss", "final_error", "relative_error")
+SELECTION_METRICS = ("loss", "final_error", "relative_error", "worst_relative_error")
 
 
 class TrainState(eqx.Module):
@@ -290,6 +290,10 @@ class _Selection:
             return value
         if self.select_by == "final_error":
             return float(np.mean(final))
+        if self.select_by == "worst_relative_error":
+            # The coordinate the epoch predicts worst against the untrained model: an epoch scores below 1 only
+            # if it beats that model on every coordinate, not by trading one for another.
+            return float(np.max(self.relative(final)))
         return float(np.mean(self.relative(final)))
 
 
@@ -607,7 +611,8 @@ def fit(
         select_by: what selects the best epoch (and what patience waits on): "loss", the validation loss;
             "final_error", the mean over coordinates of the validation windows' end-of-window |error|; or
             "relative_error", the mean over coordinates of that error divided by the untrained model's (for a
-            PINODE its physics: a score below 1 beats the physics, and epoch −1 scores exactly 1).
+            PINODE its physics: a score below 1 beats the physics, and epoch −1 scores exactly 1); or
+            "worst_relative_error", the largest of those ratios (below 1 only when every coordinate improves).
 
     Returns a `FitResult` with the best model, the last, and the history of records.
     """

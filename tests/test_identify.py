@@ -4,6 +4,7 @@ physics fallback."""
 import json
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -409,3 +410,20 @@ def test_a_prior_holds_the_given_values_as_far_as_its_weight_says(windows):
     assert TRUE["coulomb"] * 1.01 < middle["coulomb"][0] < 2.0 * TRUE["coulomb"] * 0.99
     # The viscous coefficient started at 0: unheld, it still reaches the data's value under the large λ.
     assert held["viscous"][0] > 0.5 * TRUE["viscous"]
+
+
+def test_model_lipschitz_wraps_the_residual_network(pendulum_csv):
+    from lagnet.config import build_model, build_system
+    from lagnet.models import SpectralNormalised
+
+    config = _config(pendulum_csv, lipschitz=0.5)
+    model = build_model(config, build_system(config), None, key=jax.random.key(0))
+    assert isinstance(model.network, SpectralNormalised) and model.network.bound == 0.5
+    assert not isinstance(
+        build_model(
+            _config(pendulum_csv), build_system(config), None, key=jax.random.key(0)
+        ).network,
+        SpectralNormalised,
+    )
+    with pytest.raises(ConfigError, match="model.lipschitz"):
+        _config(pendulum_csv, lipschitz=0)

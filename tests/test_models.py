@@ -217,3 +217,60 @@ def test_hide_position_refuses_other_words():
 
     with pytest.raises(ConfigError, match="model.hide_position.*cyclic"):
         validate({"system": {"name": "cartpole"}, "model": {"hide_position": "all"}})
+
+
+def test_spectral_normalisation_bounds_the_lipschitz_constant():
+    """`SpectralNormalised(mlp, L)`: ‖f(x) − f(y)‖ ≤ L ‖x − y‖ for any pair, for a network whose own constant is
+    far above L (the test could fail: without it the ratio exceeds L); a bound the network already meets leaves
+    it unchanged; gradients are finite where a layer starts at zero (σ's singular values coincide) and agree
+    with finite differences."""
+    from lagnet.models import SpectralNormalised
+
+    mlp = make_mlp(
+        4,
+        2,
+        width=16,
+        depth=2,
+        activation="tanh",
+        final_activation="identity",
+        zero_output=False,
+        key=jax.random.key(0),
+    )
+    mlp = jax.tree_util.tree_map(lambda w: 4.0 * w if eqx.is_array(w) else w, mlp)
+    mlp = jax.tree_util.tree_map(lambda w: w.astype(jnp.float64) if eqx.is_array(w) else w, mlp)
+    x = jax.random.normal(jax.random.key(1), (2000, 4), jnp.float64)
+    y = x + 0.05 * jax.random.normal(jax.random.key(2), (2000, 4), jnp.float64)
+
+    def worst_ratio(f):
+        return float(
+            jnp.max(
+                jnp.linalg.norm(jax.vmap(f)(x) - jax.vmap(f)(y), axis=1)
+                / jnp.linalg.norm(x - y, axis=1)
+            )
+        )
+
+    assert worst_ratio(mlp) > 1.0
+    assert worst_ratio(eqx.filter_jit(SpectralNormalised(mlp, 0.5))) <= 0.5 + 1e-12
+    loose = SpectralNormalised(mlp, 1e6)
+    assert np.allclose(jax.vmap(loose)(x), jax.vmap(mlp)(x), rtol=1e-12, atol=1e-12)
+
+    zero = eqx.tree_at(lambda m: m.layers[-1].weight, mlp, jnp.zeros_like(mlp.layers[-1].weight))
+    net = SpectralNormalised(zero, 0.5)
+
+    def loss(n):
+        return jnp.sum(jnp.sin(jax.vmap(n)(x[:8])))
+
+    grads = eqx.filter_grad(loss)(net)
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree_util.tree_leaves(grads))
+    # Directional derivative against central differences, on a layer that is scaled (σ above its share).
+    net = SpectralNormalised(mlp, 0.5)
+    d = jax.random.normal(jax.random.key(3), mlp.layers[0].weight.shape, jnp.float64)
+    g = eqx.filter_grad(loss)(net).mlp.layers[0].weight
+    h = 1e-6
+    moved = [
+        eqx.tree_at(lambda n: n.mlp.layers[0].weight, net, net.mlp.layers[0].weight + s * h * d)
+        for s in (1, -1)
+    ]
+    assert float(jnp.sum(g * d)) == pytest.approx(
+        float((loss(moved[0]) - loss(moved[1])) / (2 * h)), rel=1e-6
+    )

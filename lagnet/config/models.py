@@ -15,6 +15,7 @@ from ..models import (
     PINODE,
     BlackBox,
     LearnedPotential,
+    SpectralNormalised,
     StateFeatures,
     TrainingRegion,
     fit_friction,
@@ -205,6 +206,8 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         else tuple(range(system.n_dof))
     )
     network = _mlp(config, features, len(force_on), zero=mc.zero_init, key=key)
+    if mc.lipschitz is not None:
+        network = SpectralNormalised(network, mc.lipschitz)
     target = (
         None
         if stats is None

@@ -450,6 +450,15 @@ class PinodeModelConfig(_PhysicsKeys, _InputKeys, _OutputKeys, _NetworkKeys, Mod
         "gate box: how far (× the box's width per coordinate) the residual fades",
         positive,
     )
+    lipschitz: float | None = option(
+        None,
+        NUM,
+        "spectral normalisation: the network's Lipschitz constant (normalised inputs to output before the output "
+        "scale) is at most this, each layer's weights scaled to spectral norm <= lipschitz^(1/layers) (bounds it "
+        "for relu, tanh, softplus and elu); null = off",
+        positive,
+        nullable=True,
+    )
     residual_penalty: float = option(
         0.0,
         NUM,

@@ -73,3 +73,41 @@ def make_mlp(
             (jnp.zeros_like(last.weight), jnp.zeros_like(last.bias)),
         )
     return mlp
+
+
+def _spectral_norm(w):
+    """σ_max(W), whose gradient is u vᵀ (u, v its singular vectors held fixed): differentiable also where the
+    singular values coincide (a zero-initialised layer), where the derivative through the SVD is not."""
+    u, _, vt = jnp.linalg.svd(jax.lax.stop_gradient(w), full_matrices=False)
+    return u[:, 0] @ w @ vt[0]
+
+
+class SpectralNormalised(eqx.Module):
+    """An MLP whose Lipschitz constant is at most `bound`: each of its n layers' weights W is used as
+    W · min(1, c / σ_max(W)) with c = bound^(1/n) (with 1-Lipschitz activations: relu, tanh, softplus, elu).
+
+    Lipschitz control of a learned residual, as Neural Lander's spectral normalisation: the network cannot
+    change faster than `bound` (in its normalised input and output units) anywhere, off the data included.
+    """
+
+    mlp: eqx.nn.MLP
+    bound: float = eqx.field(static=True)
+
+    def __init__(self, mlp: eqx.nn.MLP, bound: float):
+        if not bound > 0:
+            raise ValueError(f"SpectralNormalised.bound must be > 0, got {bound}")
+        self.mlp, self.bound = mlp, float(bound)
+
+    def normalised(self) -> eqx.nn.MLP:
+        """The MLP with its weights scaled as used."""
+        c = self.bound ** (1.0 / len(self.mlp.layers))
+
+        def scaled(w):
+            # max(σ, c) so that a layer within the bound is left as it is, gradient included.
+            return w * (c / jnp.maximum(_spectral_norm(w), c))
+
+        weights = [scaled(layer.weight) for layer in self.mlp.layers]
+        return eqx.tree_at(lambda m: [layer.weight for layer in m.layers], self.mlp, weights)
+
+    def __call__(self, x):
+        return self.normalised()(x)

@@ -412,18 +412,45 @@ def test_a_prior_holds_the_given_values_as_far_as_its_weight_says(windows):
     assert held["viscous"][0] > 0.5 * TRUE["viscous"]
 
 
-def test_model_lipschitz_wraps_the_residual_network(pendulum_csv):
+def test_model_lipschitz_and_ensemble_build_the_residual_network(pendulum_csv, tmp_path):
+    """`model.lipschitz` wraps the network in `SpectralNormalised`, `model.ensemble: K` builds K of them as an
+    `Ensemble`; a trained run of both loads back as it was saved; bad values are refused with their key path."""
+    import lagnet
     from lagnet.config import build_model, build_system
-    from lagnet.models import SpectralNormalised
+    from lagnet.models import Ensemble, SpectralNormalised
 
-    config = _config(pendulum_csv, lipschitz=0.5)
-    model = build_model(config, build_system(config), None, key=jax.random.key(0))
-    assert isinstance(model.network, SpectralNormalised) and model.network.bound == 0.5
-    assert not isinstance(
-        build_model(
-            _config(pendulum_csv), build_system(config), None, key=jax.random.key(0)
-        ).network,
-        SpectralNormalised,
+    def network(**model):
+        config = _config(pendulum_csv, **model)
+        return build_model(config, build_system(config), None, key=jax.random.key(0)).network
+
+    assert (
+        isinstance(network(lipschitz=0.5), SpectralNormalised)
+        and network(lipschitz=0.5).bound == 0.5
     )
-    with pytest.raises(ConfigError, match="model.lipschitz"):
-        _config(pendulum_csv, lipschitz=0)
+    plain = network()
+    assert not isinstance(plain, (SpectralNormalised, Ensemble))
+    both = network(lipschitz=0.5, ensemble=3, ensemble_tolerance=0.2)
+    assert isinstance(both, Ensemble) and isinstance(both.members, SpectralNormalised)
+    assert both.tolerance == 0.2 and both.members.mlp.layers[0].weight.shape[0] == 3
+
+    config = _config(pendulum_csv, ensemble=3, lipschitz=0.5)
+    result = train_run(
+        config.replace(training={"epochs": 1}), str(tmp_path / "run"), progress=False
+    )
+    saved = lagnet.load(str(tmp_path / "run")).model.network
+    for a, b in zip(jax.tree.leaves(saved), jax.tree.leaves(result.model.network), strict=True):
+        assert np.array_equal(a, b)
+    last = lagnet.load(str(tmp_path / "run"), "last").model.network
+    assert isinstance(last, Ensemble) and isinstance(last.members, SpectralNormalised)
+    out = last.outputs(jnp.ones(last.members.mlp.in_size))
+    assert (
+        out.shape == (3, 1) and np.all(np.isfinite(out)) and np.any(out != 0)
+    )  # trained from zero
+    for key, bad in (
+        ("lipschitz", 0),
+        ("ensemble", 1),
+        ("ensemble", 2.5),
+        ("ensemble_tolerance", 0),
+    ):
+        with pytest.raises(ConfigError, match=f"model.{key}"):
+            _config(pendulum_csv, **{key: bad})

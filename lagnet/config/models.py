@@ -14,6 +14,7 @@ from ..data.derivatives import robust_spread
 from ..models import (
     PINODE,
     BlackBox,
+    Ensemble,
     LearnedPotential,
     SpectralNormalised,
     StateFeatures,
@@ -205,9 +206,16 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         if mc.force_on is not None
         else tuple(range(system.n_dof))
     )
-    network = _mlp(config, features, len(force_on), zero=mc.zero_init, key=key)
-    if mc.lipschitz is not None:
-        network = SpectralNormalised(network, mc.lipschitz)
+
+    def residual_network(key):
+        network = _mlp(config, features, len(force_on), zero=mc.zero_init, key=key)
+        return network if mc.lipschitz is None else SpectralNormalised(network, mc.lipschitz)
+
+    network = (
+        residual_network(key)
+        if mc.ensemble is None
+        else Ensemble(residual_network, jax.random.split(key, mc.ensemble), mc.ensemble_tolerance)
+    )
     target = (
         None
         if stats is None

@@ -459,6 +459,20 @@ class PinodeModelConfig(_PhysicsKeys, _InputKeys, _OutputKeys, _NetworkKeys, Mod
         positive,
         nullable=True,
     )
+    ensemble: int | None = option(
+        None,
+        (int,),
+        "an ensemble of this many residual networks (>= 2), trained together; the residual is their mean shrunk "
+        "where they disagree, mean * (mean^2 + tol^2) / (mean^2 + tol^2 + variance); null = one network",
+        lambda x: None if x >= 2 else "must be >= 2 (or null for one network)",
+        nullable=True,
+    )
+    ensemble_tolerance: float = option(
+        0.1,
+        NUM,
+        "ensemble: the members' disagreement (std, in the network's output units) left unshrunk",
+        positive,
+    )
     residual_penalty: float = option(
         0.0,
         NUM,

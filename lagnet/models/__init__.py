@@ -9,6 +9,7 @@ from .friction import residual_force as residual_force
 from .history import InputHistory as InputHistory
 from .lecture.passive import ContactNetwork as ContactNetwork
 from .lecture.passive import PassiveFriction as PassiveFriction
+from .mlp import Ensemble as Ensemble
 from .mlp import SpectralNormalised as SpectralNormalised
 from .mlp import make_mlp as make_mlp
 from .pinode import PINODE as PINODE

@@ -111,3 +111,40 @@ class SpectralNormalised(eqx.Module):
 
     def __call__(self, x):
         return self.normalised()(x)
+
+
+class Ensemble(eqx.Module):
+    """K networks of one architecture whose output is their mean, shrunk where they disagree:
+
+        y = μ · (μ² + τ²) / (μ² + τ² + σ²)    per output, μ and σ² the members' mean and variance.
+
+    Trained together through y, the members are pulled to agree on the training data (σ → 0, y → μ); off it each
+    extrapolates from its own initialisation, σ grows and the residual fades (deep-ensemble disagreement used as a
+    shrinkage). τ, in the network's output units, is the disagreement left alone.
+    """
+
+    members: eqx.Module  # one network, its arrays stacked on a leading axis of size K
+    tolerance: float = eqx.field(static=True)
+
+    def __init__(self, make, keys, tolerance: float):
+        """`make(key)` builds one member; `keys` has one key per member (at least two)."""
+        if len(keys) < 2:
+            raise ValueError(f"Ensemble needs at least 2 members, got {len(keys)}")
+        if not tolerance > 0:
+            raise ValueError(f"Ensemble.tolerance must be > 0, got {tolerance}")
+        self.members = eqx.filter_jit(eqx.filter_vmap(make))(keys)
+        self.tolerance = float(tolerance)
+
+    def outputs(self, x):
+        """Every member's output, (K, out)."""
+        return eqx.filter_vmap(lambda m: m(x))(self.members)
+
+    def disagreement(self, x):
+        """σ, the members' standard deviation per output."""
+        return jnp.std(self.outputs(x), axis=0)
+
+    def __call__(self, x):
+        y = self.outputs(x)
+        mean, var = jnp.mean(y, axis=0), jnp.var(y, axis=0)
+        agree = mean**2 + self.tolerance**2
+        return mean * agree / (agree + var)

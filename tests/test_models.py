@@ -308,6 +308,7 @@ def test_ensemble_shrinks_its_mean_where_the_members_disagree():
     mean, var = b.mean(0), b.var(0)
     expected = mean * (mean**2 + 0.01) / (mean**2 + 0.01 + var)
     assert np.allclose(with_biases(b)(x), expected, rtol=1e-14)
+    assert np.allclose(with_biases(b).disagreement(x), b.std(0), rtol=1e-14)
     assert np.all(np.abs(expected) < np.abs(mean))  # shrunk, not only averaged
     assert np.allclose(with_biases(np.tile([0.5, -0.2], (4, 1)))(x), [0.5, -0.2], rtol=1e-14)
     assert np.allclose(with_biases([[1.0, 0], [-1.0, 0], [1.0, 0], [-1.0, 0]])(x), 0.0)

@@ -118,9 +118,11 @@ class Ensemble(eqx.Module):
 
         y = μ · (μ² + τ²) / (μ² + τ² + σ²)    per output, μ and σ² the members' mean and variance.
 
-    Trained together through y, the members are pulled to agree on the training data (σ → 0, y → μ); off it each
-    extrapolates from its own initialisation, σ grows and the residual fades (deep-ensemble disagreement used as a
-    shrinkage). τ, in the network's output units, is the disagreement left alone.
+    Trained together through y, the members are pulled to agree on the training data (σ → 0, y → μ); off it, where
+    they extrapolate apart, the residual fades (deep-ensemble disagreement used as a shrinkage). τ, in the
+    network's output units, is the disagreement left alone. On `benchmarks/distribution_shift.py` members trained
+    together seldom spread enough off the data for the shrinkage to act (the training guide has the numbers).
+    `disagreement(x)` flags a state the members do not agree on.
     """
 
     members: eqx.Module  # one network, its arrays stacked on a leading axis of size K

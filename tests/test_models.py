@@ -19,12 +19,13 @@ from lagnet.systems import CartPole, JointFriction, Pendulum
 from lagnet.systems.parameters import project
 
 
-def small_mlp(features, out, key, zero=False, final="tanh"):
+def small_mlp(features, out, key, zero=False, final="tanh", width=8, depth=2):
+    """A small tanh MLP on `features` (a StateFeatures, or the input size)."""
     return make_mlp(
-        features.size,
+        features if isinstance(features, int) else features.size,
         out,
-        width=8,
-        depth=2,
+        width=width,
+        depth=depth,
         activation="tanh",
         final_activation=final,
         zero_output=zero,
@@ -226,16 +227,7 @@ def test_spectral_normalisation_bounds_the_lipschitz_constant():
     with finite differences."""
     from lagnet.models import SpectralNormalised
 
-    mlp = make_mlp(
-        4,
-        2,
-        width=16,
-        depth=2,
-        activation="tanh",
-        final_activation="identity",
-        zero_output=False,
-        key=jax.random.key(0),
-    )
+    mlp = small_mlp(4, 2, jax.random.key(0), final="identity", width=16)
     mlp = jax.tree_util.tree_map(lambda w: 4.0 * w if eqx.is_array(w) else w, mlp)
     mlp = jax.tree_util.tree_map(lambda w: w.astype(jnp.float64) if eqx.is_array(w) else w, mlp)
     x = jax.random.normal(jax.random.key(1), (2000, 4), jnp.float64)
@@ -283,16 +275,7 @@ def test_ensemble_shrinks_its_mean_where_the_members_disagree():
     from lagnet.models import Ensemble
 
     def member(key):
-        return make_mlp(
-            3,
-            2,
-            width=8,
-            depth=1,
-            activation="tanh",
-            final_activation="identity",
-            zero_output=True,
-            key=key,
-        )
+        return small_mlp(3, 2, key, zero=True, final="identity", depth=1)
 
     keys = jax.random.split(jax.random.key(0), 4)
     ens = jax.tree_util.tree_map(
@@ -309,7 +292,7 @@ def test_ensemble_shrinks_its_mean_where_the_members_disagree():
     expected = mean * (mean**2 + 0.01) / (mean**2 + 0.01 + var)
     assert np.allclose(with_biases(b)(x), expected, rtol=1e-14)
     assert np.allclose(with_biases(b).disagreement(x), b.std(0), rtol=1e-14)
-    assert np.all(np.abs(expected) < np.abs(mean))  # shrunk, not only averaged
+    assert np.all(np.abs(with_biases(b)(x)) < 0.99 * np.abs(mean))  # shrunk, not only averaged
     assert np.allclose(with_biases(np.tile([0.5, -0.2], (4, 1)))(x), [0.5, -0.2], rtol=1e-14)
     assert np.allclose(with_biases([[1.0, 0], [-1.0, 0], [1.0, 0], [-1.0, 0]])(x), 0.0)
     xs = jax.random.normal(jax.random.key(1), (5, 3), jnp.float64)
@@ -324,9 +307,8 @@ def test_ensemble_shrinks_its_mean_where_the_members_disagree():
         return jnp.sum(jnp.sin(jax.vmap(e)(xs) + 0.3))
 
     g = eqx.filter_grad(loss)(ens).members.layers[-1].weight
-    assert np.all(
-        np.abs(np.asarray(g)).reshape(4, -1).max(axis=1) > 0
-    )  # every member learns from zero
+    every_member = np.abs(np.asarray(g)).reshape(4, -1).max(axis=1)
+    assert np.all(every_member > 0)  # every member learns from zero
     d = jax.random.normal(jax.random.key(2), g.shape, jnp.float64)
     start = with_biases(b)
     g = eqx.filter_grad(loss)(start).members.layers[-1].weight

@@ -191,9 +191,11 @@ def test_evaluation_reports_prior_regions_and_coverage(run):
     out = os.path.join(tmp, "ev")
     m = evaluate_run(run_dir, out_dir=out, plots=False, progress=False)
     names = ["theta", "theta_dot"]
+    # The run identified its physics, so the physics as the config gave it is reported beside it.
     assert m["baseline"] == "physics (prior)" and set(m["errors"]) == {
         "model",
         "physics (prior)",
+        "physics (as given)",
         "hold initial state",
     }
     # The prior row is the trained model's own physics: recomputed here on the same windows.

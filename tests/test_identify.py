@@ -148,7 +148,7 @@ def test_lagnet_train_identifies_first_and_ships_the_physics_when_the_network_ca
     friction = ident["physics"]["friction"]
     assert friction["coulomb"]["theta"] == pytest.approx(TRUE["coulomb"], rel=0.05)
     assert friction["viscous"]["theta"] == pytest.approx(TRUE["viscous"], rel=0.05)
-    assert summary["select_by"] == "relative_error"
+    assert summary["select_by"] == "guarded_relative_error"
     assert summary["fallback"] == "physics" and result.fallback == "physics"
     assert summary["best_epoch"] == -1 and summary["best_score"] == 1.0
     assert any("ships the physics" in str(w.message) for w in caught)

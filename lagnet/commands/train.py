@@ -2,10 +2,12 @@
 
 import argparse
 import os
+import sys
 
 import jax
 
 from .. import config as _config
+from ..config.defaults import changed_defaults, describe_changes
 from ..config.files import check_printable
 
 
@@ -40,6 +42,13 @@ def register(sub) -> None:
         action="store_true",
         help="replace the run already in --out (its checkpoints and evaluation/ are deleted, once the config, "
         "data and model have been checked); without it lagnet train refuses a folder that holds a run",
+    )
+    p.add_argument(
+        "--compare-defaults",
+        metavar="RUN",
+        help="print the keys CONFIG leaves to lagnet's defaults whose value differs from what the run RUN "
+        "resolved (a default changed since RUN was made), and exit; --resume and model.start_from print them "
+        "too",
     )
     p.add_argument(
         "--show-config",
@@ -87,8 +96,22 @@ def run(args) -> int:
     if not args.config:
         raise ValueError("lagnet train needs a CONFIG file (or --show-config)")
     config = _config.load_config(args.config, args.set)
+    if args.compare_defaults:
+        print(
+            describe_changes(
+                changed_defaults(args.config, args.compare_defaults, args.set),
+                args.compare_defaults,
+            )
+        )
+        return 0
+    for earlier in (args.out if args.resume else None, config.model.start_from):
+        if earlier and os.path.isfile(os.path.join(earlier, "config.yaml")):
+            changed = changed_defaults(args.config, earlier, args.set)
+            if changed:
+                print(describe_changes(changed, earlier), file=sys.stderr)
     from ..models.summary import physics_summary
     from ..run.training import train_run
+    from ..train.fit import SELECTION_METRICS
 
     if config.dtype == "float64":
         # The CLI owns its process: a float64 run needs 64-bit floats before any array is made.
@@ -98,12 +121,7 @@ def run(args) -> int:
     result = train_run(
         config, out, progress=not args.quiet, resume=args.resume, overwrite=args.overwrite
     )
-    metric = {
-        "loss": "loss",
-        "final_error": "final error (mean over coordinates)",
-        "relative_error": "final error relative to the physics (mean over coordinates)",
-        "worst_relative_error": "final error relative to the physics (worst coordinate)",
-    }[result.select_by]
+    metric = SELECTION_METRICS[result.select_by].removeprefix("validation ")
     print(
         f"trained {config.name} ({config.model.type}): best validation {metric} "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"

@@ -23,6 +23,7 @@ from ..models import (
     make_mlp,
     residual_force,
 )
+from ..models.actuator import Actuator
 from ..systems.base import AbstractSystem
 from ..systems.friction import TERMS, JointFriction
 from .errors import ConfigError
@@ -193,7 +194,36 @@ def build_pure_ode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         input_history=mc.input_history,
         input_limit=input_limit(config, system),
         friction_trainable=mc.friction.trainable,
+        actuator=_actuator(config, system, stats),
     )
+
+
+def _actuator(config, system: AbstractSystem, stats) -> Actuator | None:
+    """`model.actuator_lag` / `actuator_delay`: a drive's lag and dead time at the data's step (a placeholder
+    step when the model is built to load a run: the step is a saved leaf)."""
+    mc = config.model
+    if mc.actuator_lag is None and mc.actuator_delay is None:
+        return None
+    dt = 1.0 if stats is None else stats["dt"]
+    try:
+        return Actuator(
+            mc.actuator_lag or 0.0,
+            mc.actuator_delay or 0.0,
+            dt,
+            system.n_inputs,
+            mc.input_history,
+            # Only what the config gives is identified: the other stays at 0.
+            learned=tuple(
+                name
+                for name, value in (
+                    ("time_constant", mc.actuator_lag),
+                    ("delay", mc.actuator_delay),
+                )
+                if value is not None
+            ),
+        )
+    except ValueError as e:
+        raise ConfigError(f"model.actuator_lag / actuator_delay: {e}") from None
 
 
 def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
@@ -251,6 +281,7 @@ def build_pinode(config, system: AbstractSystem, stats, *, key) -> PINODE:
         friction_trainable=mc.friction.trainable,
         region=region,
         zero_at_rest=mc.zero_at_rest,
+        actuator=_actuator(config, system, stats),
     )
 
 

@@ -247,9 +247,11 @@ class IdentificationConfig(_Section):
         (str,),
         "pinode, pure_ode: solver = before any network, fit the physical parameters and friction "
         "coefficients through the solver (bounded Gauss–Newton on the training windows' rollouts, started "
-        "from the equation error); none = start training from the config's values and the least-squares "
-        "friction fit",
-        one_of(("solver", "none")),
+        "from the equation error); least_squares = the classical equation-error fit labs use (the "
+        "inverse-dynamics residual M q̈ + C q̇ + G − B u − Q_f at each sample, q̈ filtered over "
+        "data.derivative_window; no rollouts); none = start training from the config's values and the "
+        "least-squares friction fit",
+        one_of(("solver", "least_squares", "none")),
     )
     refine: bool = option(
         True,
@@ -290,6 +292,14 @@ class IdentificationConfig(_Section):
         "the validation recordings (the few physical parameters gain the held-out runs' information, and a "
         "network is then kept only where it beats a physics that has seen the validation data too)",
         one_of(("training", "all")),
+    )
+    accept: str = option(
+        "every_coordinate",
+        (str,),
+        "when the identified physics replaces the given one: every_coordinate = only if it is no worse at the "
+        "validation windows' end on any coordinate (and, always, finite, no worse on the data it was fitted to "
+        "and physical: M(q) positive definite); loss = on those last conditions alone",
+        one_of(("every_coordinate", "loss")),
     )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive
@@ -416,6 +426,23 @@ class _PhysicsKeys(_FrictionKeys):
         nullable=True,
     )
     identification: IdentificationConfig = dataclasses.field(default_factory=IdentificationConfig)
+    actuator_lag: float | None = option(
+        None,
+        NUM,
+        "the drive's first-order lag τ (s) between the command and the applied input, a physical parameter "
+        "identified and refined like any other (from this start); null: none, unless actuator_delay is given. "
+        "Needs model.input_history k with k Δt >= the lag (about 3τ + the dead time recommended)",
+        non_negative,
+        nullable=True,
+    )
+    actuator_delay: float | None = option(
+        None,
+        NUM,
+        "the drive's dead time d (s) before a command acts, identified like actuator_lag; null: none, unless "
+        "actuator_lag is given. Needs model.input_history k with (k − 1) Δt >= d",
+        non_negative,
+        nullable=True,
+    )
 
 
 # The keys' groups are listed last first (dataclasses order fields from the last base on), ModelConfig last.
@@ -644,15 +671,26 @@ class TrainingConfig(_Section):
         nullable=True,
     )
     select_by: str = option(
-        "auto",
+        "guarded_relative_error",
         (str,),
         "what picks best.eqx and what patience waits on: relative_error (the validation windows' end-of-window "
         "|error| per coordinate divided by the untrained model's, averaged: for a PINODE the ratio to its "
         "identified physics, so a run that never beats the physics ships it) | final_error (that error in the "
         "data's units, averaged over coordinates) | worst_relative_error (the largest of those ratios: an epoch "
-        "beats the physics only if every coordinate improves) | loss (the validation loss) | auto: "
-        "relative_error when there are validation windows, else loss",
-        one_of(("auto", "relative_error", "worst_relative_error", "final_error", "loss")),
+        "beats the physics only if every coordinate improves) | guarded_relative_error (the mean ratio, over "
+        "the epochs no worse than the physics on any coordinate: no coordinate is traded for another) | loss "
+        "(the validation loss); without validation recordings the default and auto select by the training "
+        "loss",
+        one_of(
+            (
+                "auto",
+                "guarded_relative_error",
+                "relative_error",
+                "worst_relative_error",
+                "final_error",
+                "loss",
+            )
+        ),
     )
     keep_checkpoints: int = option(
         3, (int,), "training states of the last N epochs kept for resuming", positive

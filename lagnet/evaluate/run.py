@@ -17,7 +17,7 @@ from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horiz
 from ..models import physics_prior
 from ..rollout import rollout_solution
 from ..run import load_recordings, load_run, save_json
-from ..run.files import sha256_file, writable_folder
+from ..run.files import GIVEN_PHYSICS, load_tree, sha256_file, writable_folder
 from ..run.load import split_checkpoint_path
 from ..systems.base import AbstractLagrangianDynamics
 from .metrics import (
@@ -56,6 +56,7 @@ def check_writable(folder: str, what: str) -> None:
 
 
 PRIOR = "physics (prior)"
+GIVEN = "physics (as given)"
 KNOWN = "known physics"
 HOLD = "hold initial state"
 # What `evaluate_run` writes: an output folder holding anything else is not replaced.
@@ -80,6 +81,16 @@ def baseline(model, input_history: int = 0) -> tuple[str, object]:
     if prior is not None:
         return PRIOR, prior
     return KNOWN, model.known_mechanics(input_history)
+
+
+def given_physics(run):
+    """The physics as the run's config gave it, before identification (checkpoints/given.eqx, which a run
+    that identified its physics keeps), or None."""
+    path = os.path.join(run.path, "checkpoints", GIVEN_PHYSICS)
+    prior = physics_prior(run.model)
+    if prior is None or not os.path.isfile(path):
+        return None
+    return load_tree(path, prior)
 
 
 def window_error_samples(model, base, integrator, windows, angles) -> dict:
@@ -570,6 +581,10 @@ def evaluate_run(
     bar.update()
     bar.set_postfix_str("window errors")
     errs = window_error_samples(model, base, integrator, cut.windows, angles)
+    given = given_physics(run)
+    if given is not None:
+        # Beside the identified physics: what identification did to the model the config gave.
+        errs[GIVEN] = eqx.filter_jit(window_errors)(given, integrator, cut.windows, angles)
     metrics = _window_metrics(
         run_dir, run, errs, cut, base, trajs, paths, checkpoint, sha, stride, starts
     )

@@ -9,6 +9,7 @@ import numpy as np
 from .._types import Q, QDot, Scalar, U
 from ..systems.base import AbstractDynamics, AbstractSystem
 from ..systems.parameters import Bounded
+from .actuator import Actuator
 from .features import OutputScale, StateFeatures
 from .history import InputHistory
 from .region import TrainingRegion
@@ -110,12 +111,12 @@ def frozen_known_parts(model: eqx.Module):
     def spec(x):
         if frozen(x):
             return False
-        if isinstance(x, Bounded):
+        if isinstance(x, Bounded | Actuator):
             return x.trainable()
         return eqx.is_inexact_array(x)
 
     return jax.tree_util.tree_map(
-        spec, model, is_leaf=lambda x: frozen(x) or isinstance(x, Bounded)
+        spec, model, is_leaf=lambda x: frozen(x) or isinstance(x, Bounded | Actuator)
     )
 
 

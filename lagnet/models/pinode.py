@@ -3,6 +3,7 @@
 import copy
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -10,7 +11,8 @@ from .._indexing import place
 from .._types import Q, QDDot, QDot, Scalar, U
 from ..systems.base import AbstractLagrangianDynamics, AbstractSystem
 from ..systems.friction import AbstractFriction
-from ..systems.parameters import Bounded
+from ..systems.parameters import Bounded, learned_bounds
+from .actuator import Actuator
 from .base import AbstractModel, frozen_known_parts, output_scale_summary
 from .features import OutputScale, StateFeatures
 from .history import as_limit
@@ -47,6 +49,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     network: eqx.Module | None
     features: StateFeatures | None
     parameters: dict[str, Bounded]
+    actuator: Actuator | None
     force_on: tuple[int, ...] = eqx.field(static=True)
     output_scale: OutputScale | None
     region: TrainingRegion | None
@@ -72,6 +75,7 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         physics_trainable: bool = True,
         region: TrainingRegion | None = None,
         zero_at_rest: bool = False,
+        actuator: Actuator | None = None,
     ):
         self.system = system
         self.friction = friction
@@ -93,10 +97,20 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
                     f"PINODE.learn_parameters: {type(system).__name__} has no parameter {name!r}"
                 ) from None
             try:
-                parameters[name] = Bounded(value, **{"lower": 0.0, **(bound or {})})
+                default = learned_bounds(system.parameter_kinds.get(name), value)
+                parameters[name] = Bounded(value, **{**default, **(bound or {})})
             except ValueError as e:
                 raise ValueError(f"PINODE.learn_parameters.{name}: {e}") from None
         self.parameters = parameters
+        if actuator is not None and (actuator.lags, actuator.n_inputs) != (
+            int(input_history),
+            system.n_inputs,
+        ):
+            raise ValueError(
+                f"PINODE: the actuator reads {actuator.lags} past commands of {actuator.n_inputs} input(s), "
+                f"the model {int(input_history)} of {system.n_inputs}"
+            )
+        self.actuator = actuator
         self.force_on = tuple(range(system.n_dof)) if force_on is None else tuple(force_on)
         if network is None:
             self.output_scale = None
@@ -116,6 +130,9 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
             mask = eqx.tree_at(lambda m: m.friction, mask, False)
         if self.parameters and not self.physics_trainable:
             mask = eqx.tree_at(lambda m: m.parameters, mask, dict.fromkeys(self.parameters, False))
+        if self.actuator is not None and not self.physics_trainable:
+            frozen = jax.tree.map(lambda _: False, self.actuator)
+            mask = eqx.tree_at(lambda m: m.actuator, mask, frozen)
         return mask
 
     def physics_prior(self) -> "PINODE | None":
@@ -159,9 +176,13 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         # The model's own friction (a known system may carry its description's friction too, not learned).
         if self.friction is not None:
             out["friction"] = self.friction.summary(self.coordinate_names)
+        if self.actuator is not None:
+            out["actuator"] = self.actuator.summary()
         if self.parameters:
+            # The values the mechanics use: after `consistent`, which may have raised an inertia.
+            known = self.known_system
             out["learned_parameters"] = {
-                k: np.asarray(p.value).tolist() for k, p in self.parameters.items()
+                k: np.asarray(known.parameter(k)).tolist() for k in self.parameters
             }
         return out | output_scale_summary(self)
 
@@ -170,7 +191,9 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
         """The known mechanics with the learned parameters put in."""
         if not self.parameters:
             return self.system
-        return self.system.with_parameters({k: p.value for k, p in self.parameters.items()})
+        values = {k: p.value for k, p in self.parameters.items()}
+        # Through `consistent`: whatever values the optimiser reaches, the mechanics stay physical (M ≻ 0).
+        return self.system.with_parameters(values).consistent()
 
     def mass_matrix(self, q: Q):
         return self.known_system.mass_matrix(q)
@@ -209,7 +232,12 @@ class PINODE(AbstractModel, AbstractLagrangianDynamics):
     def acceleration(self, q: Q, qd: QDot, u: U | None = None) -> QDDot:
         u = self.history.read(u, q.dtype)
         force = self.nonconservative_force(q, qd, u)
-        return self.known_system.acceleration(q, qd, self.history.current(u), force)
+        return self.known_system.acceleration(q, qd, self.applied_input(u), force)
+
+    def applied_input(self, u) -> U:
+        """The input the mechanics receive from the stacked commands ū: the newest command, or what the
+        actuator's dead time and lag make of the history."""
+        return self.history.current(u) if self.actuator is None else self.actuator(u)
 
 
 def start_physics_from(model: PINODE, source: AbstractModel) -> PINODE:

@@ -156,3 +156,8 @@ def save_yaml(path: str, obj) -> None:
 def tree_dtype(tree):
     leaves = [x for x in jax.tree_util.tree_leaves(tree) if eqx.is_inexact_array(x)]
     return leaves[0].dtype if leaves else None
+
+
+# The physics as the config gave it, kept in checkpoints/ by a run that identified its physics: the evaluation
+# shows it beside the identified physics.
+GIVEN_PHYSICS = "given.eqx"

@@ -10,85 +10,236 @@ import os
 import sys
 import warnings
 
+from ..config import ConfigError
 from ..data.windows import make_windows, window_recordings
 from ..models.summary import physics_summary
-from ..train.identify import copy_physics, identify, physical_vector
-from .files import load_tree, tree_bytes, write_bytes
+from ..train.fit import end_errors
+from ..train.identify import (
+    NonFiniteStart,
+    copy_physics,
+    identify,
+    identify_equation_error,
+    physical_vector,
+)
+from .files import GIVEN_PHYSICS, load_tree, tree_bytes, write_bytes
+from .recordings import sample_statistics
 
 IDENTIFIED = "identified.eqx"
 
 
+def _warn(config, message: str) -> None:
+    warnings.warn(f"{config.name}: {message}", stacklevel=3)
+
+
+def bound_message(hit: dict, what: str) -> str:
+    """One line for a parameter that ended on a bound (`Identification.at_bound`'s entries), said alike by
+    every path that fits parameters."""
+    return (
+        f"{what} {hit['name']} = {hit['value']:.6g} ended on its {hit['side']} bound {hit['bound']:.6g}: the "
+        "data asks for a value beyond it (a term the rig lacks, one the data does not excite, a missing "
+        "actuator lag, or a bound too tight)"
+    )
+
+
+def friction_fit_bounds(config, model) -> list[dict]:
+    """The friction coefficients the least-squares start (`model.friction.fit: lstsq`) left on their lower
+    bound 0: NNLS holds a coefficient there when the data asks for a negative one."""
+    fc = getattr(config.model, "friction", None)
+    friction = getattr(model, "friction", None)
+    if fc is None or friction is None or fc.fit != "lstsq":
+        return []
+    names = model.coordinate_names
+    hits = []
+    for term, values in friction.values_by_term().items():
+        fitted = getattr(fc, term, None)
+        if isinstance(fitted, dict) or not fitted:
+            continue  # given coefficients are not fitted
+        for i, v in values.items():
+            if v <= 0.0:
+                name = f"friction.{term}.{names[i]}"
+                hits.append({"name": name, "value": float(v), "bound": 0.0, "side": "lower"})
+    return hits
+
+
 def identify_physics(
-    config, model, integrator, trajs, loss, dtype, checkpoint_dir, *, resume, progress
+    config,
+    model,
+    integrator,
+    trajs,
+    loss,
+    dtype,
+    checkpoint_dir,
+    *,
+    resume,
+    progress,
+    validation=None,
 ):
     """The model with its physics identified (or as it is), and the identification's record for summary.json
-    (None when nothing was identified). On `resume`, the physics saved by the interrupted run is reused."""
+    (None when nothing was fitted). On `resume`, the physics saved by the interrupted run is reused.
+
+    The identified physics replaces the start only if it is finite, no worse on the data it was fitted to,
+    physical (M(q) ≻ 0 on a grid) and, with `validation` windows and `accept: every_coordinate`, no worse on
+    any validation coordinate at the windows' end; otherwise the start is kept, and the record says why.
+    Every parameter that ends on a bound (least-squares friction start included) or collapses by orders of
+    magnitude is warned about and listed."""
     ic = config.model.identification
+    ls_hits = friction_fit_bounds(config, model)
+    for hit in ls_hits:
+        _warn(config, bound_message(hit, "least-squares"))
+    ls_record = (
+        {"method": "none", "friction_fit": "lstsq", "at_bound": ls_hits}
+        if getattr(getattr(config.model, "friction", None), "fit", None) == "lstsq"
+        and getattr(model, "friction", None) is not None
+        else None
+    )
     prior = model.physics_prior()
     if ic.method == "none" or prior is None:
-        return model, None
+        return model, ls_record
     prior = prior.with_physics_trainable(True)
     if physical_vector(prior)[0].size == 0:
-        return model, None
+        if progress and ls_record is not None:
+            print(
+                f"train {config.name}: nothing to identify through the solver (no learned parameters, "
+                "friction.trainable: false): the friction is the least-squares fit",
+                file=sys.stderr,
+                flush=True,
+            )
+        return model, ls_record
     path = os.path.join(checkpoint_dir, IDENTIFIED)
     if resume and os.path.exists(path):
         identified = load_tree(path, prior)
         record = {"method": ic.method, "resumed": True}
     else:
-        if progress:
-            print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
-        horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
-        windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
-        result = identify(
-            prior,
-            integrator,
-            windows,
-            loss,
-            max_windows=ic.max_windows,
-            max_iterations=ic.max_iterations,
-            groups=(
-                window_recordings(trajs, horizon, skip_short=True)
-                if ic.weighting == "recordings"
-                else None
-            ),
-            prior_weight=ic.prior_weight,
-        )
-        identified = result.model
-        record = {
-            "method": ic.method,
-            "horizon": windows.k,
-            "weighting": ic.weighting,
-            "prior_weight": ic.prior_weight,
-            "data": ic.data,
-            "recordings": len(trajs),
-            "loss_before": result.initial_loss,
-            "loss": result.loss,
-            "evaluations": result.iterations,
-            "seconds": result.seconds,
-            "solver": result.message,
-            "at_bound": result.at_bound(),
-        }
-        if progress:
-            print(
-                f"train {config.name}: identified physics: loss {result.initial_loss:.4g} → "
-                f"{result.loss:.4g} ({result.iterations} evaluations, {result.seconds:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
-        for hit in record["at_bound"]:
-            warnings.warn(
-                f"{config.name}: identified {hit['name']} = {hit['value']:.6g} ended on its {hit['side']} "
-                f"bound {hit['bound']:.6g}: the data asks for a value beyond it (a term the rig lacks, one "
-                "the data does not excite, or a bound too tight)",
-                stacklevel=2,
-            )
+        identified, record = _identify(config, prior, integrator, trajs, loss, dtype, progress)
+        if validation is not None and record["kept_start"] is None:
+            identified = _validate(config, prior, identified, integrator, loss, validation, record)
+        record["friction_fit_at_bound"] = ls_hits
+        _report(config, record, progress)
     record["physics"] = physics_summary(identified)
     model = copy_physics(model, identified).with_physics_trainable(ic.refine)
     return model, record
 
 
-def save_identified(record, model, checkpoint_dir) -> None:
-    """Keep the identified physics for a resume (once, when the run identifies it)."""
-    if record is None or record.get("resumed"):
+def _report(config, record: dict, progress: bool) -> None:
+    """Say what the identification did: the start kept and why, or the fit; bound hits and collapses."""
+    if record["kept_start"] is not None:
+        _warn(config, f"identification kept the starting physics: {record['kept_start']}")
+    elif progress:
+        print(
+            f"train {config.name}: identified physics: loss {record['loss_before']:.4g} → "
+            f"{record['loss']:.4g} ({record['evaluations']} evaluations, {record['seconds']:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+    for hit in record["at_bound"]:
+        _warn(config, bound_message(hit, "identified"))
+    for c in record["collapsed"]:
+        _warn(config, collapse_message(c, "identified"))
+
+
+def collapse_message(c: dict, what: str) -> str:
+    return (
+        f"{what} {c['name']} moved from {c['start']:.6g} to {c['value']:.6g}, by more than a factor of "
+        "1000: the fit has switched that term off or on (check that the data excites it)"
+    )
+
+
+def _identify(config, prior, integrator, trajs, loss, dtype, progress):
+    """`identify` with the config's settings: the identified physics and its record."""
+    ic = config.model.identification
+    if progress:
+        print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
+    horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
+    try:
+        if ic.method == "least_squares":
+            result, horizon = _equation_error(config, prior, trajs), None
+        else:
+            windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
+            horizon = windows.k
+            result = identify(
+                prior,
+                integrator,
+                windows,
+                loss,
+                max_windows=ic.max_windows,
+                max_iterations=ic.max_iterations,
+                groups=(
+                    window_recordings(trajs, horizon, skip_short=True)
+                    if ic.weighting == "recordings"
+                    else None
+                ),
+                prior_weight=ic.prior_weight,
+            )
+    except NonFiniteStart as e:
+        raise NonFiniteStart(f"{config.name}: {e}") from None
+    kept = result.kept_start is not None
+    record = {
+        "method": ic.method,
+        "horizon": horizon,
+        "weighting": ic.weighting,
+        "prior_weight": ic.prior_weight,
+        "data": ic.data,
+        "recordings": len(trajs),
+        "loss_before": result.initial_loss,
+        "loss": result.loss,
+        "evaluations": result.iterations,
+        "seconds": result.seconds,
+        "solver": result.message,
+        "kept_start": result.kept_start,
+        "at_bound": [] if kept else result.at_bound(),
+        "collapsed": [] if kept else result.collapsed(),
+    }
+    return result.model, record
+
+
+def _equation_error(config, prior, trajs):
+    """`identify_equation_error` on the recordings' samples, q̈ filtered as `data.derivative_window` says."""
+    if prior.input_history:
+        raise ConfigError(
+            "model.identification.method: least_squares reads each sample's own input: it needs "
+            f"model.input_history: 0, got {prior.input_history}"
+        )
+    samples = sample_statistics(trajs, window=config.data.derivative_window)
+    ic = config.model.identification
+    return identify_equation_error(
+        prior,
+        samples["q"],
+        samples["qd"],
+        samples["qdd"],
+        samples["u"][:, : prior.n_inputs],
+        max_iterations=ic.max_iterations,
+        prior_weight=ic.prior_weight,
+    )
+
+
+def _validate(config, start, identified, integrator, loss, validation, record):
+    """The identified physics if it is no worse than the start on every validation coordinate (at the windows'
+    end; `accept: loss` skips this), else the start, with the reason in `record`."""
+    before = end_errors(start, integrator, loss, validation)
+    after = end_errors(identified, integrator, loss, validation)
+    record["validation_before"], record["validation_after"] = before.tolist(), after.tolist()
+    if config.model.identification.accept != "every_coordinate":
+        return identified
+    worse = [
+        f"{name} {b:.4g} → {a:.4g}"
+        for name, b, a in zip(start.state_names, before, after, strict=True)
+        if not a <= b * (1 + 1e-9)
+    ]
+    if not worse:
+        return identified
+    record["kept_start"] = (
+        "on the validation windows the identified physics is worse than the start at the end of the "
+        f"window on {', '.join(worse)} (model.identification.accept: every_coordinate)"
+    )
+    record["at_bound"], record["collapsed"], record["loss"] = [], [], record["loss_before"]
+    return start
+
+
+def save_identified(record, model, checkpoint_dir, given=None) -> None:
+    """Keep the identified physics for a resume, and the physics as given for the evaluation to show beside it
+    (once, when the run identifies it)."""
+    if record is None or record.get("resumed") or record.get("method") in (None, "none"):
         return
     write_bytes(os.path.join(checkpoint_dir, IDENTIFIED), tree_bytes(model.physics_prior()))
+    if given is not None:
+        write_bytes(os.path.join(checkpoint_dir, GIVEN_PHYSICS), tree_bytes(given))

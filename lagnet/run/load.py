@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from ..config import Config, build_integrator, build_model, build_system, load_config, sources
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
+from ..models.consistency import check_physical
 from .checkpoints import DamagedManifest, check_model_file
 from .files import load_tree
 from .spec import RunSpec
@@ -121,6 +122,8 @@ def _load_run(path: str, which: str, dtype: str | None) -> Run:
         os.path.join(folder, f"{which}.eqx"),
         model_skeleton(config, jnp.dtype(spec.dtype)),
     )
+    # A model whose mass matrix is not positive definite somewhere is refused, naming its parameters.
+    check_physical(model, f"the run {run_dir} ({which}.eqx)")
     if dtype is not None:
         model = as_dtype(model, jnp.dtype(dtype))
     return Run(run_dir, config, spec, model, build_integrator(config))

@@ -76,7 +76,9 @@ def sample_statistics(trajs: list[Trajectory], *, window: float = DEFAULT_WINDOW
     qd = np.concatenate([t.qd for t in trajs], dtype=float)
     qdd = np.concatenate([smoothed_derivative(t.qd, t.t, window) for t in trajs], dtype=float)
     u = np.concatenate([t.u for t in trajs], dtype=float)
-    return {"q": q, "qd": qd, "qdd": qdd, "u": u}
+    steps = np.concatenate([np.diff(np.asarray(t.t, float)) for t in trajs])
+    dt = float(np.median(steps)) if steps.size else float("nan")
+    return {"q": q, "qd": qd, "qdd": qdd, "u": u, "dt": dt}
 
 
 def validation_horizon(

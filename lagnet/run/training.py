@@ -25,7 +25,14 @@ from ..config import Config, build_integrator, build_model, build_system
 from ..config.sources import accepts_trust_code
 from ..data.loader import reading_progress
 from ..data.windows import make_windows
-from ..models.summary import physics_summary, unchanged_parameters, warn_unchanged
+from ..models.consistency import check_physical
+from ..models.summary import (
+    collapsed_parameters,
+    physics_summary,
+    trained_bound_hits,
+    unchanged_parameters,
+    warn_unchanged,
+)
 from ..train.fit import TrainingDiverged, TrainState, fit, init_optimizer
 from ..train.loss import StateLoss
 from .builders import data_parallel_mesh, make_loss, make_optimizer, make_schedule, start_from
@@ -40,7 +47,7 @@ from .folder import (
     keep_system_source,
     run_identity,
 )
-from .identification import identify_physics, save_identified
+from .identification import bound_message, identify_physics, save_identified
 from .load import as_dtype, check_precision
 from .lock import locks_run_dir
 from .recordings import measured_step, sample_statistics, validation_horizon
@@ -99,6 +106,7 @@ class _Setup:
     checkpoints: Checkpoints
     run_files: RunFiles
     load_seconds: float
+    given: eqx.Module | None = None  # the physics as the config gives it, before identification
 
 
 def _model_and_data(config: Config, model_key):
@@ -140,6 +148,11 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
     )
     if resume:
         checkpoints.check_identity(run_dir)
+    val_h, why = validation_horizon(config, train_trajs, val_trajs)
+    if why and main and val_trajs:
+        warnings.warn(f"{config.name}: {why}", stacklevel=5)
+    validation = make_windows(val_trajs, val_h, skip_short=True, dtype=dtype) if val_trajs else None
+    given = model.physics_prior()
     model, identification = identify_physics(
         config,
         model,
@@ -150,6 +163,7 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         checkpoints.folder,
         resume=resume,
         progress=progress and main,
+        validation=validation,
     )
     spec = RunSpec(
         dt, config.dtype, config.model.input_history, __version__, sources=module_digest(config)
@@ -162,17 +176,14 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
     # Loading the data, building the model and fitting its friction: what `lagnet train` does before `fit`.
     load_seconds = time.perf_counter() - start_time
     mesh = data_parallel_mesh(config.devices, tc.batch_size)
-    val_h, why = validation_horizon(config, train_trajs, val_trajs)
-    if why and main and val_trajs:
-        warnings.warn(f"{config.name}: {why}", stacklevel=5)
-    validation = make_windows(val_trajs, val_h, skip_short=True, dtype=dtype) if val_trajs else None
     if main and val_trajs and len(val_trajs) <= 200:
         scores = segment_errors(model, integrator, loss, val_trajs, val_h)
         for message in outlier_segments(scores, val_trajs):
             warnings.warn(f"{config.name}: {message}", stacklevel=5)
     select_by = tc.select_by
-    if select_by == "auto":
-        select_by = "relative_error" if validation is not None else "loss"
+    if select_by in ("auto", "guarded_relative_error"):
+        # Without validation windows there is no per-coordinate error to guard: the loss selects.
+        select_by = "guarded_relative_error" if validation is not None else "loss"
     return _Setup(
         model,
         integrator,
@@ -188,6 +199,7 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         checkpoints,
         run_files,
         load_seconds,
+        given,
     )
 
 
@@ -317,6 +329,8 @@ def _summary(config: Config, setup: _Setup, result, seconds, fallback, stuck) ->
         "identification": setup.identification,
         "fallback": fallback,
         "unchanged_parameters": stuck,
+        "at_bound": trained_bound_hits(setup.model, result.model),
+        "collapsed": collapsed_parameters(setup.model, result.model),
     }
 
 
@@ -360,7 +374,7 @@ def train_run(
     restored = _restored(setup) if resume else None
     callbacks = [setup.run_files.open(restored)] if main else []
     if main:
-        save_identified(setup.identification, setup.model, setup.checkpoints.folder)
+        save_identified(setup.identification, setup.model, setup.checkpoints.folder, setup.given)
     result = _fit(config, run_dir, setup, restored, callbacks, progress)
     seconds = time.perf_counter() - start_time
     if progress and main:
@@ -370,10 +384,17 @@ def train_run(
         )
     stuck = unchanged_parameters(setup.model, result.last_model) if result.epochs_run > 0 else []
     warn_unchanged(stuck, config.name)
+    if result.epochs_run > 0 and main:
+        for hit in trained_bound_hits(setup.model, result.model):
+            warnings.warn(f"{config.name}: {bound_message(hit, 'trained')}", stacklevel=3)
     fallback = _fallback(config, setup, result)
     if main:
         summary = _summary(config, setup, result, seconds, fallback, stuck)
         save_json(os.path.join(run_dir, "summary.json"), summary)
+    # The run keeps its checkpoints either way; a model that is not physical is said, never shipped silently.
+    check_physical(
+        result.model, f"{config.name}: the trained model ({run_dir}/checkpoints/best.eqx)"
+    )
     if not np.isfinite(result.best_loss):
         why = (
             "the untrained model's rollouts are already non-finite on the validation windows (a time step too "

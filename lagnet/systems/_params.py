@@ -83,3 +83,30 @@ def check_inertia(system: str, suffix: str, mass, com, inertia, about: str) -> N
                 "identified (M(q) positive definite is checked instead); set inertia_about: com only if "
                 f"{i} is the inertia about the centre of mass"
             )
+
+
+# How far a learned parameter may move from its given value, by what it is: a mass stays positive (at least a
+# tenth of its given value: a link whose mass collapses to 0 makes M singular), a link length within a factor of
+# 2 of the measured one, a centre-of-mass distance between 0 and twice the given one (a 0.3 m link's COM does not
+# move to 0.8 m), an inertia ≥ 0. Lumped inertias are further held where M(q) ≻ 0 by the system's `consistent`.
+LENGTH_FACTOR = 2.0
+MASS_FACTOR = 10.0
+
+
+def learned_bounds(kind: str | None, value) -> dict:
+    """Default `Bounded` bounds of a learned parameter of `kind` ("mass", "length", "com", "inertia" or None:
+    ≥ 0) starting at `value` (a scalar, or the smallest entry of an array)."""
+    v = float(np.min(np.asarray(value, float))) if np.size(value) else 0.0
+    top = float(np.max(np.asarray(value, float))) if np.size(value) else 0.0
+    if kind == "mass" and v > 0:
+        return {"lower": v / MASS_FACTOR}
+    if kind == "length" and v > 0:
+        return {"lower": v / LENGTH_FACTOR, "upper": top * LENGTH_FACTOR}
+    if kind == "com" and top > 0:
+        return {"lower": 0.0, "upper": top * LENGTH_FACTOR}
+    return {"lower": 0.0}
+
+
+# A mass matrix is held at det M ≥ ε M11 M22 (and M22 ≥ ε × the system's inertia scale) by `consistent`: well
+# inside M ≻ 0, so that a rollout never divides by a vanishing determinant.
+CONSISTENCY_MARGIN = 1e-3

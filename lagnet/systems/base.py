@@ -7,6 +7,7 @@
 """
 
 import abc
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -125,6 +126,17 @@ class AbstractSystem(AbstractLagrangianDynamics):
         return eqx.tree_at(
             lambda s: tuple(getattr(s, k) for k in names), self, tuple(values[k] for k in names)
         )
+
+    # What each parameter is ("mass", "length" between joints, "com" a centre-of-mass distance, "inertia"), for
+    # the default bounds of learning it (`parameters.learned_bounds`); a parameter not listed is kept ≥ 0.
+    parameter_kinds: ClassVar[dict[str, str]] = {}
+
+    def consistent(self) -> "AbstractSystem":
+        """This system with its parameters moved into the physical region where they are not (M(q) ≻ 0 for
+        every q); by default itself. A system whose parameters can leave that region under learning (lumped
+        inertias) overrides it: a PINODE's learned parameters pass through it, so every value an optimiser
+        reaches gives a physical model, as `Bounded` clips a value where it is used."""
+        return self
 
     @abc.abstractmethod
     def input_matrix(self, q: Q) -> InputMatrix:

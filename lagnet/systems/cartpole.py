@@ -1,5 +1,7 @@
 """The PINODE paper's cart-pole (Roehrl et al., Table 2)."""
 
+from typing import ClassVar
+
 import jax
 import jax.numpy as jnp
 
@@ -21,6 +23,8 @@ class CartPole(AbstractSystem):
     """
 
     velocity_dependent = True
+    # M ≻ 0 whenever the cart's mass is > 0 (det M ≥ l² m_c (m_r/3 + m_t)): bounds keep it physical.
+    parameter_kinds: ClassVar[dict[str, str]] = {"cart_mass": "mass", "length": "length"}
 
     cart_mass: jax.Array
     rod_mass: jax.Array

@@ -1,5 +1,7 @@
 """A double pendulum (two links, revolute joints); acrobot and pendubot are its under-actuated versions."""
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -7,6 +9,7 @@ import numpy as np
 
 from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
 from ._params import (
+    CONSISTENCY_MARGIN,
     as_param,
     check_conventions,
     check_inertia,
@@ -21,6 +24,9 @@ _ACTUATION = {
     "shoulder": ((1.0,), (0.0,)),  # pendubot
     "elbow": ((0.0,), (1.0,)),  # acrobot
 }
+_KINDS = {"m1": "mass", "m2": "mass", "l1": "length", "r1": "com", "r2": "com"} | dict.fromkeys(
+    ("I1", "I2", "Ir"), "inertia"
+)
 _INPUT_NAMES = {"both": ("tau1", "tau2"), "shoulder": ("tau1",), "elbow": ("tau2",)}
 
 
@@ -52,6 +58,8 @@ class DoublePendulum(AbstractSystem):
     """
 
     velocity_dependent = True
+    # What each parameter is, for the default bounds of learning it (`parameters.learned_bounds`).
+    parameter_kinds: ClassVar[dict[str, str]] = _KINDS
 
     m1: jax.Array
     m2: jax.Array
@@ -145,6 +153,44 @@ class DoublePendulum(AbstractSystem):
             "These lumped parameters are not dynamically consistent: check I1, I2 (and their convention "
             "inertia_about), m2 l1 r2, Ir, gr and inertia_offset"
         )
+
+    def consistent(self) -> "DoublePendulum":
+        """This system with I1 and I2 raised, where needed, to the least values that keep M(q) ≻ 0 for every q.
+
+        A physical set: J_i ≥ m_i r_i² (parallel axis). An identified set: M22 ≥ ε s (s the sum of the inertias)
+        by raising I2, then det M ≥ ε M11 M22 at q2 = 0 and π (the determinant's smallest values) by raising I1,
+        which enters M11 alone, so det M grows with it: with M12(c) = B + h c, M11(c) = A + 2 h c,
+
+            ΔJ1 = max(0, max_{c = ±1} M12(c)² / ((1 − ε) M22) − M11(c)).
+
+        Other parameters are not moved, and a system already inside the region is returned unchanged in value.
+        """
+        j1 = joint_inertia(self.m1, self.r1, self.I1, self.inertia_about)
+        j2 = joint_inertia(self.m2, self.r2, self.I2, self.inertia_about)
+        if self.parameter_set == "physical":
+            raise1 = jnp.maximum(self.m1 * self.r1**2 - j1, 0.0)
+            raise2 = jnp.maximum(self.m2 * self.r2**2 - j2, 0.0)
+            return eqx.tree_at(lambda s: (s.I1, s.I2), self, (self.I1 + raise1, self.I2 + raise2))
+        eps = CONSISTENCY_MARGIN
+        off = self.inertia_offset
+        rotor = self.Ir * self.gr
+        scale = (
+            jnp.abs(j1)
+            + jnp.abs(j2)
+            + self.m2 * (self.l1**2 + self.r2**2)
+            + self.Ir * (1 + self.gr**2)
+        )
+        m22 = j2 + self.gr * rotor + off[1, 1]
+        raise2 = jnp.maximum(eps * scale - m22, 0.0)
+        j2, m22 = j2 + raise2, m22 + raise2
+        h = self.m2 * self.l1 * self.r2
+        a = j1 + j2 + self.m2 * self.l1**2 + self.gr * rotor + self.Ir + off[0, 0]
+        b = j2 - rotor + off[0, 1]
+        need = jnp.stack(
+            [(b + h * c) ** 2 / ((1 - eps) * m22) - (a + 2 * h * c) for c in (1.0, -1.0)]
+        )
+        raise1 = jnp.maximum(jnp.max(need), 0.0)
+        return eqx.tree_at(lambda s: (s.I1, s.I2), self, (self.I1 + raise1, self.I2 + raise2))
 
     @classmethod
     def acrobot(cls, **params) -> "DoublePendulum":

@@ -95,3 +95,6 @@ def bounded_leaves(tree) -> list[tuple[str, Bounded]]:
     """Every `Bounded` in `tree` with its path, e.g. [(".friction.coulomb", Bounded(...)), ...]."""
     leaves = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_bounded)[0]
     return [(jax.tree_util.keystr(path), p) for path, p in leaves if isinstance(p, Bounded)]
+
+
+from ._params import learned_bounds as learned_bounds  # noqa: E402  (the default bounds of a learned parameter)

@@ -1,12 +1,14 @@
 """A pendulum: one rigid link on a revolute joint, J θ̈ + m g r sin θ = u."""
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 
 from .._types import InputMatrix, MassMatrix, Q, QDot, Scalar
-from ._params import INERTIA_ABOUT as INERTIA_ABOUT  # also importable from here
 from ._params import (
+    CONSISTENCY_MARGIN,
     as_param,
     check_conventions,
     check_inertia,
@@ -14,6 +16,7 @@ from ._params import (
     concrete,
     joint_inertia,
 )
+from ._params import INERTIA_ABOUT as INERTIA_ABOUT  # also importable from here
 from .base import AbstractSystem
 
 
@@ -28,6 +31,8 @@ class Pendulum(AbstractSystem):
     identified values. Only J and m r enter the dynamics, so an identified J may lie below m r² for the m and r
     given: `parameter_set="identified"` takes it as it is and checks J > 0 instead of J ≥ m r².
     """
+
+    parameter_kinds: ClassVar[dict[str, str]] = {"mass": "mass", "com": "com", "inertia": "inertia"}
 
     mass: jax.Array
     com: jax.Array
@@ -78,6 +83,17 @@ class Pendulum(AbstractSystem):
                 f"Pendulum (parameter_set: identified): the inertia about the joint J = {j} must be > 0 "
                 "(M = J); identified parameters are checked for M positive definite, not J >= m r²"
             )
+
+    def consistent(self) -> "Pendulum":
+        """This pendulum with its inertia raised, where needed, to J ≥ m r² (a physical set) or J ≥ ε m r² (an
+        identified one): M = J > 0."""
+        j = joint_inertia(self.mass, self.com, self.inertia, self.inertia_about)
+        floor = (
+            self.mass
+            * self.com**2
+            * (1.0 if self.parameter_set == "physical" else CONSISTENCY_MARGIN)
+        )
+        return eqx.tree_at(lambda s: s.inertia, self, self.inertia + jnp.maximum(floor - j, 0.0))
 
     @property
     def coordinate_names(self):

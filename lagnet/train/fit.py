@@ -44,7 +44,14 @@ __all__ = [
     "make_eval_fn",
 ]
 
-SELECTION_METRICS = ("loss", "final_error", "relative_error", "worst_relative_error")
+# What can select the best epoch, with what its score is (for messages).
+SELECTION_METRICS = {
+    "loss": "validation loss",
+    "final_error": "final error (mean over coordinates)",
+    "relative_error": "final error relative to the physics (mean over coordinates)",
+    "worst_relative_error": "final error relative to the physics (worst coordinate)",
+    "guarded_relative_error": "final error relative to the physics (mean over coordinates, no coordinate worse)",
+}
 
 
 class TrainState(eqx.Module):
@@ -271,6 +278,12 @@ def make_eval_fn(static, integrator, loss, chunk: int = 4096):
     return evaluate
 
 
+def end_errors(model, integrator, loss, windows) -> np.ndarray:
+    """The mean |error| of each state coordinate at the windows' end (`make_eval_fn`'s), for one model."""
+    params, static = eqx.partition(model, model.trainable())
+    return np.asarray(make_eval_fn(static, integrator, loss)(params, windows)[1], float)
+
+
 class _Selection:
     """What selects the best epoch: the validation loss, or an error at the validation windows' end (absolute,
     or relative to the untrained model's)."""
@@ -290,6 +303,12 @@ class _Selection:
             return value
         if self.select_by == "final_error":
             return float(np.mean(final))
+        if self.select_by == "guarded_relative_error":
+            # The mean ratio, but only for an epoch that is no worse than the untrained model on any coordinate:
+            # one that trades a coordinate away scores 1 + its worst excess, so it never beats that model.
+            ratios = self.relative(final)
+            worst = float(np.max(ratios))
+            return float(np.mean(ratios)) if worst <= 1.0 else 1.0 + worst
         if self.select_by == "worst_relative_error":
             # The coordinate the epoch predicts worst against the untrained model: an epoch scores below 1 only
             # if it beats that model on every coordinate, not by trading one for another.
@@ -612,7 +631,9 @@ def fit(
             "final_error", the mean over coordinates of the validation windows' end-of-window |error|; or
             "relative_error", the mean over coordinates of that error divided by the untrained model's (for a
             PINODE its physics: a score below 1 beats the physics, and epoch −1 scores exactly 1); or
-            "worst_relative_error", the largest of those ratios (below 1 only when every coordinate improves).
+            "worst_relative_error", the largest of those ratios (below 1 only when every coordinate improves);
+            or "guarded_relative_error", their mean over the epochs that are no worse on any coordinate (an
+            epoch that trades one coordinate for another never beats the untrained model).
 
     Returns a `FitResult` with the best model, the last, and the history of records.
     """

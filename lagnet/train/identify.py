@@ -25,102 +25,14 @@ from jaxtyping import Float, Int
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
-from ..systems.friction import AbstractFriction
-from ..systems.parameters import Bounded
+from ..models.consistency import describe_violation, mass_matrix_violation
+from ..models.physical import (
+    _bounded_nodes,
+    physical_names,
+    physical_vector,
+    with_physical_vector,
+)
 from .loss import StateLoss, as_batch, window_rollout
-
-
-def _is_bounded(x) -> bool:
-    return isinstance(x, Bounded)
-
-
-def _trained_bounded(model: AbstractModel) -> list[int]:
-    """The positions, among the model's `Bounded` nodes in tree order, of those the model trains."""
-    nodes = jax.tree_util.tree_leaves(model, is_leaf=_is_bounded)
-    masks = jax.tree_util.tree_leaves(model.trainable(), is_leaf=_is_bounded)
-    bounded = [x for x in nodes if _is_bounded(x)]
-    flags = [m for m in masks if _is_bounded(m)]
-    return [i for i, m in enumerate(flags) if m.raw is True and bounded[i].raw.size > 0]
-
-
-def _bounded_nodes(model) -> list[Bounded]:
-    return [x for x in jax.tree_util.tree_leaves(model, is_leaf=_is_bounded) if _is_bounded(x)]
-
-
-def physical_vector(model: AbstractModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The trained physical parameters' values θ as one vector, with their lower and upper bounds."""
-    nodes = _bounded_nodes(model)
-    values, lower, upper = [], [], []
-    for i in _trained_bounded(model):
-        p = nodes[i]
-        v = np.atleast_1d(np.asarray(p.value, float))
-        values.append(v)
-        lower.append(np.full(v.shape, -np.inf if p.lower is None else p.lower))
-        upper.append(np.full(v.shape, np.inf if p.upper is None else p.upper))
-    if not values:
-        return np.zeros(0), np.zeros(0), np.zeros(0)
-    return np.concatenate(values), np.concatenate(lower), np.concatenate(upper)
-
-
-def physical_names(model: AbstractModel) -> list[str]:
-    """A name for each entry of θ (as `physical_vector` orders them): "friction.coulomb.x", "parameters.m1", …"""
-
-    def is_node(x):
-        return _is_bounded(x) or isinstance(x, AbstractFriction)
-
-    leaves = jax.tree_util.tree_flatten_with_path(model, is_leaf=is_node)[0]
-    # Each friction model names its coefficients by term and coordinate (its `on`), in its own tree order.
-    names_of = {}
-    for path, x in leaves:
-        if isinstance(x, AbstractFriction):
-            inner = jax.tree_util.tree_flatten_with_path(x, is_leaf=_is_bounded)[0]
-            where = {id(b): k for k, b in x.coefficients.items()}
-            for sub, b in inner:
-                term = where.get(id(b))
-                if term is not None:
-                    coords = [model.coordinate_names[j] for j in x.on[term]]
-                    names_of[jax.tree_util.keystr(path + sub)] = [
-                        f"friction.{term}.{c}" for c in coords
-                    ]
-    paths = [
-        jax.tree_util.keystr(p)
-        for p, x in jax.tree_util.tree_flatten_with_path(model, is_leaf=_is_bounded)[0]
-        if _is_bounded(x)
-    ]
-    nodes = _bounded_nodes(model)
-    names = []
-    for i in _trained_bounded(model):
-        size = nodes[i].raw.size
-        plain = paths[i].replace("[", ".").replace("]", "").replace("'", "").lstrip(".")
-        given = names_of.get(paths[i])
-        if given is not None and len(given) == size:
-            names += given
-        elif size == 1:
-            names.append(plain)
-        else:
-            names += [f"{plain}[{j}]" for j in range(size)]
-    return names
-
-
-def with_physical_vector(model: AbstractModel, theta) -> AbstractModel:
-    """`model` with its trained physical parameters set to the values θ (as `physical_vector` orders them)."""
-    positions = _trained_bounded(model)
-    if not positions:
-        return model
-    nodes = _bounded_nodes(model)
-    raws, offset = [], 0
-    for i in positions:
-        p = nodes[i]
-        size = p.raw.size
-        value = jnp.reshape(theta[offset : offset + size], p.raw.shape)
-        raws.append((value / p.scale).astype(p.raw.dtype))
-        offset += size
-
-    def where(m):
-        found = _bounded_nodes(m)
-        return [found[i].raw for i in positions]
-
-    return eqx.tree_at(where, model, raws)
 
 
 def copy_physics(model: AbstractModel, source: AbstractModel) -> AbstractModel:
@@ -140,11 +52,16 @@ def copy_physics(model: AbstractModel, source: AbstractModel) -> AbstractModel:
     return eqx.tree_at(_bounded_nodes, model, nodes)
 
 
+class NonFiniteStart(ValueError):
+    """The physics an identification starts from has non-finite rollouts: the message names its parameters."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Identification:
     """The result of `identify`: the identified model, the loss before and after, the solver's account. The losses
-    are of the fitted residual: weighted by group when `identify` had groups, and `loss` includes the prior's term
-    when it had a prior (0 at the start)."""
+    are of the fitted rollout residual (weighted by group when `identify` had groups; without the prior's term).
+    `kept_start` says why the start was kept (None when the fit was): a fit that ends non-finite, worse than
+    the start or outside the physical region (M(q) not ≻ 0) is never returned."""
 
     model: AbstractModel
     initial_loss: float
@@ -155,6 +72,19 @@ class Identification:
     theta: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
+    theta0: np.ndarray | None = None
+    kept_start: str | None = None
+
+    def collapsed(self, factor: float = 1e3) -> list[dict]:
+        """The entries of θ that moved by more than `factor` in either direction from a non-zero start (a friction
+        2.2e-4 → 6e-9 is on no bound, yet the fit has switched the term off): name, start and value."""
+        if self.theta0 is None:
+            return []
+        out = []
+        for name, a, b in zip(physical_names(self.model), self.theta0, self.theta, strict=True):
+            if a != 0 and (abs(b) * factor < abs(a) or abs(b) > factor * abs(a)):
+                out.append({"name": name, "start": float(a), "value": float(b)})
+        return out
 
     def at_bound(self, tolerance: float = 1e-9) -> list[dict]:
         """The entries of θ that ended on a bound: name, value, bound and side ("lower" | "upper")."""
@@ -303,6 +233,68 @@ def _bounded_least_squares(residual, x, lower, upper, dtype, max_iterations: int
     return x, cost0, int(result.nfev), str(result.message)
 
 
+def _loss_at(residual, theta, dtype) -> float:
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.asarray(jax.jit(residual)(jnp.asarray(theta, dtype)), float)
+        return float(np.sum(r**2))
+
+
+class _Fit:
+    """One identification's bookkeeping: the start θ0 within its bounds, the solver's evaluations and message,
+    and the rule that a result is returned only if it is finite, no worse than the start on the fitted residual
+    and physical (M(q) ≻ 0 on a grid)."""
+
+    def __init__(self, model, dtype, max_iterations):
+        self.started = time.perf_counter()
+        self.model, self.dtype, self.max_iterations = model, dtype, max_iterations
+        self.theta0, self.lower, self.upper = physical_vector(model)
+        self.theta = np.clip(self.theta0, self.lower, self.upper)
+        self.iterations, self.message = 0, "nothing to identify"
+
+    def check_start(self, initial: float, what: str) -> None:
+        if self.theta.size and not np.isfinite(initial):
+            names = physical_names(self.model)
+            raise NonFiniteStart(
+                f"identification: the starting physics' {what} is not finite, so there is nothing to improve "
+                "on; its parameters: "
+                + ", ".join(f"{k} = {v:.6g}" for k, v in zip(names, self.theta, strict=True))
+                + " (check the given values, their units and the time step)"
+            )
+
+    def solve(self, residual, x):
+        x, cost, nfev, said = _bounded_least_squares(
+            residual, x, self.lower, self.upper, self.dtype, self.max_iterations
+        )
+        self.iterations, self.message = self.iterations + nfev, said or self.message
+        return x, cost
+
+    def result(self, theta, residual, initial) -> Identification:
+        """The `Identification` of `theta`, or of the start if `theta` breaks the rule (saying why)."""
+        kept, final = None, initial
+        if self.theta.size:
+            final = _loss_at(residual, theta, self.dtype)
+            violation = mass_matrix_violation(with_physical_vector(self.model, jnp.asarray(theta)))
+            if not np.isfinite(final) or final > initial:
+                kept = f"the fit ended at loss {final:.6g}, not below the start's {initial:.6g}"
+            elif violation is not None:
+                kept = f"the fitted physics is not physical: {describe_violation(violation)}"
+            if kept is not None:
+                theta, final = self.theta, initial
+        return Identification(
+            with_physical_vector(self.model, jnp.asarray(theta)) if theta.size else self.model,
+            initial,
+            final,
+            self.iterations,
+            time.perf_counter() - self.started,
+            self.message,
+            theta,
+            self.lower,
+            self.upper,
+            self.theta,
+            kept,
+        )
+
+
 def identify(
     model: AbstractModel,
     integrator: AbstractIntegrator,
@@ -324,51 +316,84 @@ def identify(
     does not decide the fit alone, and each group counts by its number of windows. `prior_weight` λ adds
     λ Σ_i ((θ_i − θ0_i) / θ0_i)² over the parameters that start away from 0 (a Gaussian prior of relative width
     λ^(-1/2) around the given values: a MAP fit that moves them only as far as the data insists). Returns the
-    identified model and the solver's account (`Identification`).
+    identified model and the solver's account (`Identification`); a start whose rollouts are not finite is a
+    `NonFiniteStart` error naming its parameters.
     """
-    start = time.perf_counter()
-    theta0, lower, upper = physical_vector(model)
     n = len(windows)
     pick = np.unique(np.linspace(0, n - 1, min(n, max_windows)).round().astype(int))
     batch = as_batch(windows.batch(windows.starts[jnp.asarray(pick)]))
-    dtype = jnp.result_type(batch[0].dtype, jnp.float32)
-    theta = np.clip(theta0, lower, upper)
-    iterations, message = 0, "nothing to identify"
-
-    def solve(residual, x):
-        nonlocal iterations, message
-        x, cost, nfev, said = _bounded_least_squares(
-            residual, x, lower, upper, dtype, max_iterations
-        )
-        iterations, message = iterations + nfev, said or message
-        return x, cost
-
+    fit = _Fit(model, jnp.result_type(batch[0].dtype, jnp.float32), max_iterations)
     rollout_residual = _residual_fn(model, integrator, loss, batch)
-    with np.errstate(over="ignore", invalid="ignore"):
-        r = np.asarray(jax.jit(rollout_residual)(jnp.asarray(theta, dtype)), float)
-        if groups is not None and theta.size:
-            # The weights come from the same evaluation: the weighted residual at the start is r · w.
-            r = r.reshape(len(pick), -1, 2 * batch[0].shape[1])
-            weights = _group_weights(r, np.asarray(groups)[pick])
-            r = r * weights[:, None, :]
-            rollout_residual = _residual_fn(
-                model, integrator, loss, batch, jnp.asarray(weights, dtype)
-            )
-        initial = final = float(np.sum(r**2))
+    if groups is not None and fit.theta.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.asarray(jax.jit(rollout_residual)(jnp.asarray(fit.theta, fit.dtype)), float)
+        r = r.reshape(len(pick), -1, 2 * batch[0].shape[1])
+        weights = _group_weights(r, np.asarray(groups)[pick])
+        rollout_residual = _residual_fn(
+            model, integrator, loss, batch, jnp.asarray(weights, fit.dtype)
+        )
+    initial = _loss_at(rollout_residual, fit.theta, fit.dtype)
+    fit.check_start(initial, "rollouts on the training windows")
+    theta = fit.theta
     if theta.size:
         # The equation error first, then the rollouts through the solver: a start far off (a damping 100× too
         # large) can make a k-step rollout diverge, where the equation error stays finite and brings it near.
         prior = _prior_fn(theta, prior_weight)
-        theta, _ = solve(prior(_collocation_fn(model, batch)), theta)
-        theta, final = solve(prior(rollout_residual), theta)
-    return Identification(
-        with_physical_vector(model, jnp.asarray(theta)) if theta.size else model,
-        initial,
-        final,
-        iterations,
-        time.perf_counter() - start,
-        message,
-        theta,
-        lower,
-        upper,
-    )
+        theta, _ = fit.solve(prior(_collocation_fn(model, batch)), theta)
+        theta, _ = fit.solve(prior(rollout_residual), theta)
+    return fit.result(theta, rollout_residual, initial)
+
+
+def _equation_error_fn(model, q, qd, qdd, u):
+    """θ ↦ the inverse-dynamics equation error at each sample, r = M(q) (q̈ − a_θ(q, q̇, u)) / σ / √N, with q̈ the
+    measured (filtered) acceleration: B u + Q − C q̇ − G − M q̈ in torque units, per coordinate divided by the
+    spread σ of the measured M q̈ − B u (so each joint counts alike)."""
+    count = q.shape[0]
+
+    def torque_error(m):
+        def one(q, qd, qdd, u):
+            return m.mass_matrix(q) @ (qdd - m.acceleration(q, qd, u))
+
+        return jax.vmap(one)(q, qd, qdd, u)
+
+    spread = jnp.std(torque_error(model), axis=0)
+    scale = jnp.where(spread > 1e-12, spread, 1.0)
+
+    def residual(theta):
+        m = with_physical_vector(model, theta)
+        return jnp.ravel(torque_error(m) / scale.astype(theta.dtype)) / jnp.sqrt(count)
+
+    return residual
+
+
+def identify_equation_error(
+    model: AbstractModel,
+    q: Float[np.ndarray, "samples n"],
+    qd: Float[np.ndarray, "samples n"],
+    qdd: Float[np.ndarray, "samples n"],
+    u: Float[np.ndarray, "samples m"],
+    *,
+    max_samples: int = 20000,
+    max_iterations: int = 100,
+    prior_weight: float = 0.0,
+) -> Identification:
+    """The classical equation-error fit, what labs identify rigs with: the physical parameters minimising the
+    inverse-dynamics residual ‖M(q) q̈ + C(q, q̇) q̇ + G(q) − B(q) u − Q_f(q̇)‖² over measured samples, q̈ a filtered
+    derivative of the measured velocities (`lagnet.data.sample_statistics`). No rollout: it is linear least
+    squares for parameters the dynamics are linear in (lumped inertias, friction coefficients) and a bounded
+    Gauss–Newton solve otherwise, within the parameters' bounds and `consistent` region. Up to `max_samples`
+    samples, evenly spread, enter the fit. The start is returned (with the reason) unless the fit is finite,
+    better on the equation error and physical."""
+    n = q.shape[0]
+    pick = np.unique(np.linspace(0, n - 1, min(n, max_samples)).round().astype(int))
+    leaves = jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))
+    dtype = jnp.result_type(*(leaves or [jnp.float32]), jnp.float32)
+    arrays = [jnp.asarray(np.asarray(x)[pick], dtype) for x in (q, qd, qdd, u)]
+    fit = _Fit(model, dtype, max_iterations)
+    residual = _equation_error_fn(model, *arrays)
+    initial = _loss_at(residual, fit.theta, dtype)
+    fit.check_start(initial, "equation error on the training samples")
+    theta = fit.theta
+    if theta.size:
+        theta, _ = fit.solve(_prior_fn(theta, prior_weight)(residual), theta)
+    return fit.result(theta, residual, initial)

@@ -108,6 +108,8 @@ class Progress:
         if not self.talk:
             return
         metric = _METRICS.get(select_by, "final error relative to the untrained model")
+        if select_by == "guarded_relative_error":
+            metric += " (no coordinate worse)"
         if reason == "patience":
             say(
                 f"stopped early at epoch {epoch}: no improvement for {stale} epochs; "

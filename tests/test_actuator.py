@@ -17,7 +17,6 @@ from lagnet.systems import CartPole, JointFriction
 from lagnet.train.identify import identify
 from lagnet.train.loss import StateLoss
 
-
 TRUE_DAMPING, TRUE_LAG, DT = 0.35, 0.02, 0.01
 
 

@@ -54,7 +54,7 @@ test-profile: $(STAMP)
 # not derandomised; tests/conftest.py's `explore` profile). A failure prints the example and a reproduce blob.
 fuzz: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -q --hypothesis-profile=explore --hypothesis-show-statistics \
-		tests/test_bad_input.py tests/test_bad_input_data.py \
+		tests/test_bad_input.py tests/test_bad_input_data.py tests/test_file_bounds.py \
 		tests/test_trust.py::test_user_system_configs_run_nothing_untrusted \
 		tests/test_trust.py::test_damaged_robot_files_give_config_errors \
 		tests/test_export.py::test_damaged_archives_raise_lagnet_errors

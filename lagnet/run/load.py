@@ -8,7 +8,15 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..config import Config, build_integrator, build_model, build_system, load_config, sources
+from ..config import (
+    Config,
+    ConfigError,
+    build_integrator,
+    build_model,
+    build_system,
+    load_config,
+    sources,
+)
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from .checkpoints import DamagedManifest, check_model_file
@@ -117,10 +125,15 @@ def _load_run(path: str, which: str, dtype: str | None) -> Run:
         )
     except DamagedManifest as e:
         warnings.warn(f"{e}; loading {which}.eqx unchecked", stacklevel=2)
-    model = load_tree(
-        os.path.join(folder, f"{which}.eqx"),
-        model_skeleton(config, jnp.dtype(spec.dtype)),
-    )
+    try:
+        skeleton = model_skeleton(config, jnp.dtype(spec.dtype))
+        integrator = build_integrator(config)
+    except ConfigError as e:
+        if type(e) is not ConfigError or CONFIG_FILE in str(e):
+            raise
+        # A received run's config.yaml may say anything: its errors name the file.
+        raise ConfigError(f"{os.path.join(run_dir, CONFIG_FILE)}: {e}") from None
+    model = load_tree(os.path.join(folder, f"{which}.eqx"), skeleton)
     if dtype is not None:
         model = as_dtype(model, jnp.dtype(dtype))
-    return Run(run_dir, config, spec, model, build_integrator(config))
+    return Run(run_dir, config, spec, model, integrator)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import filelock
 
 from .. import parallel
+from ..config.bounded import read_json
 
 
 class RunInUse(TimeoutError):
@@ -34,8 +35,7 @@ def lock_path(run_dir: str) -> str:
 
 def _holder(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            info = json.load(f)
+        info = read_json(path, "a lock file")
         return (
             f"pid {info['pid']} on host {info['host']}, since {info['started']} ({info['command']})"
         )

@@ -366,6 +366,13 @@ def robot_system(kind: str):
         if not os.path.isfile(location):
             raise ConfigError(f"system.source: file not found: {location}")
         factory = RigidBodyTree.from_urdf if kind == "urdf" else RigidBodyTree.from_mjcf
+        expand = sc.params.get("expand")
+        if expand is not None and not isinstance(expand, bool):
+            # "yes" or 1 read as "never expand" (only `expand is True` forces it), silently.
+            raise ConfigError(
+                f"system.params.expand: expand must be true, false or null (the default: trees of up to "
+                f"three hinges), got {expand!r}"
+            )
         try:
             return factory(location, **sc.params)
         except (TypeError, ValueError) as e:

@@ -10,6 +10,7 @@ import os
 import sys
 import warnings
 
+from ..config import ConfigError
 from ..data.windows import make_windows, window_recordings
 from ..models.summary import physics_summary
 from ..train.identify import copy_physics, identify, physical_vector
@@ -38,7 +39,18 @@ def identify_physics(
         if progress:
             print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
         horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
-        windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
+        try:
+            windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
+        except ValueError as e:
+            key = (
+                "training.horizon (model.identification.horizon: training)"
+                if ic.horizon == "training"
+                else "model.identification.horizon"
+            )
+            longest = max((t.n_rows for t in trajs), default=0)
+            raise ConfigError(
+                f"{key} = {horizon} steps: {e}; the longest training recording has {longest} rows"
+            ) from None
         result = identify(
             prior,
             integrator,

@@ -64,7 +64,19 @@ def run_lock(run_dir: str):
     """
     path = lock_path(run_dir)
     made = _missing_parents(os.path.dirname(path))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # filelock reports a file it cannot create as a lock held by another process (/proc/x, read-only).
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise ValueError(
+            f"run directory {run_dir!r} is not writable: its lock file {path} cannot be created "
+            f"({e.strerror or e})"
+        ) from None
     lock = filelock.FileLock(path, timeout=0)
     try:
         lock.acquire()

@@ -180,6 +180,7 @@ def run(tmp_path_factory):
         "model": {"type": "pinode", "width": 2, "depth": 1},
         "data": {"train": "pendulum.csv", "mapping": PENDULUM_MAPPING},
         "training": {"epochs": 1, "batch_size": 8, "horizon": 1, "validation_horizon": 1},
+        "evaluation": {"windows": 5, "horizon": 5, "long_horizon": 10},
     }
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
     original = str(folder / "run")
@@ -272,3 +273,26 @@ def test_config_bombs_are_refused_at_once_with_the_line(tmp_path, text, message)
         load_config(path)
     assert str(path) in str(info.value)
     assert time.perf_counter() - start < SECONDS
+
+
+@pytest.mark.attack("run folder", "silent")
+def test_a_run_in_training_is_loaded_from_its_last_checkpoint_with_its_holder_named(run, tmp_path):
+    from lagnet.cli import main
+    from lagnet.run.lock import run_lock
+
+    original, copy = run
+    with run_lock(copy):
+        with pytest.warns(
+            UserWarning, match=rf"{copy} is being trained by pid {os.getpid()} on host"
+        ):
+            dyn = lagnet.load(copy)
+        assert dyn.step is not None
+        out = tmp_path / "m.jaxexport"
+        with pytest.warns(UserWarning, match="last complete checkpoint") as said:
+            assert main(["export", copy, "--out", str(out)]) == 0
+            assert main(["evaluate", copy, "--no-plots", "--out", str(tmp_path / "ev")]) == 0
+        assert sum("is being trained by pid" in str(w.message) for w in said) == 2
+        assert out.exists() and (tmp_path / "ev" / "metrics.json").exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no word once the training has ended
+        lagnet.load(copy)

@@ -21,6 +21,7 @@ from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from .checkpoints import DamagedManifest, check_model_file
 from .files import load_tree
+from .lock import training_holder
 from .spec import RunSpec
 
 CONFIG_FILE = "config.yaml"
@@ -117,6 +118,14 @@ def _load_run(path: str, which: str, dtype: str | None) -> Run:
     spec = RunSpec.read(run_dir)
     check_run_source(run_dir, config, spec)
     check_precision(spec.dtype, f"the run {run_dir}")
+    holder = training_holder(run_dir)
+    if holder is not None:
+        # Checkpoints are written whole (atomically) and committed by the manifest: the newest one is complete.
+        warnings.warn(
+            f"{run_dir} is being trained by {holder}: loading its last complete checkpoint ({which}.eqx as "
+            "saved so far); load it again when the training has ended for the final one",
+            stacklevel=3,
+        )
     folder = os.path.join(run_dir, "checkpoints")
     try:
         # A save cut short by a kill may leave best.eqx/last.eqx behind the committed training state.

@@ -43,6 +43,31 @@ def _holder(path: str) -> str:
         return "another process (it has not written its details yet)"
 
 
+def training_holder(run_dir: str) -> str | None:
+    """Who is training into `run_dir` now (the lock's holder, as `RunInUse` names it), or None. Reads only: a
+    shared lock tried on the lock file, never created (a received run's parent may be read-only)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: filelock's locks there are not flock's
+        return None
+    path = lock_path(run_dir)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path)
+    except OSError:
+        return None
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _missing_parents(folder: str) -> list[str]:
     """`folder` and its ancestors that do not exist, deepest first."""
     missing = []

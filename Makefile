@@ -60,7 +60,8 @@ fuzz: $(STAMP)
 		tests/test_export.py::test_damaged_archives_raise_lagnet_errors
 
 # The adversarial tests (`pytest -m attack`), counted per surface into benchmarks/results/attack_table.md: cases,
-# tests, and the failed cases by what they guard (tracebacks, silent wrong results, losses), all 0 when green.
+# tests, and the failed cases by what they guard (tracebacks, unclear errors, silent wrong results, losses,
+# hangs), all 0 when green.
 attack-table: $(STAMP)
 	$(BIN)/python tools/attack_table.py
 

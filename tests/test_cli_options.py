@@ -13,11 +13,12 @@ from lagnet.cli import main
 from lagnet.config import ConfigError, build_system, load_config
 from lagnet.data import load_trajectories
 
-pytestmark = pytest.mark.attack("CLI", "traceback")
+pytestmark = pytest.mark.attack("CLI", "unclear")
 
 ROBOTS = os.path.join(os.path.dirname(__file__), "data", "robots")
 
 
+@pytest.mark.attack("CLI", "hang")
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -74,6 +75,7 @@ def test_expand_must_be_a_bool(tmp_path, expand):
         build_system(load_config(path))
 
 
+@pytest.mark.attack("data file", "unclear")
 def test_a_coarse_resample_is_not_blamed_on_the_velocity_columns(tmp_path):
     path = write_pendulum_csv(tmp_path / "p.csv", steps=100, hold=20)  # 5 s at 0.05 s
     # The velocities are checked on the measured samples (two samples 5 s apart fit no velocity column).
@@ -87,7 +89,6 @@ def test_a_coarse_resample_is_not_blamed_on_the_velocity_columns(tmp_path):
     assert np.allclose(np.diff(trajs[0].t), 0.1)
 
 
-@pytest.mark.attack("CLI", "silent")
 def test_an_out_that_cannot_be_written_is_not_called_busy(tmp_path, capsys):
     config = _pendulum_config(tmp_path)
     assert main(["train", config, "--out", "/proc/lagnet-x", "--quiet"]) == 2

@@ -193,6 +193,7 @@ def test_cv_folds_stay_under_out_whatever_the_config_names(tmp_path, recordings,
         assert "/" not in safe and safe not in ("", ".", "..") and not safe.startswith(".")
 
 
+@pytest.mark.attack("run folder", "loss")
 @pytest.mark.parametrize(
     "name, folder",
     [

@@ -191,6 +191,7 @@ def run(tmp_path_factory):
     return original, copy
 
 
+@pytest.mark.attack("config", "traceback")
 @settings(max_examples=examples(100), deadline=None)
 @given(text=yaml_documents)
 def test_any_config_loads_or_fails_clearly_within_a_second(tmp_path_factory, text):
@@ -236,6 +237,7 @@ def test_any_run_file_loads_or_fails_clearly_within_a_second(run, name, data):
         shutil.copyfile(os.path.join(original, name), path)
 
 
+@pytest.mark.attack("export archive", "traceback")
 @settings(max_examples=examples(100), deadline=None)
 @given(content=json_documents())
 def test_any_export_metadata_fails_clearly_within_a_second(tmp_path_factory, content):
@@ -245,7 +247,7 @@ def test_any_export_metadata_fails_clearly_within_a_second(tmp_path_factory, con
     bounded(lambda: lagnet.load_exported(path), path)
 
 
-@pytest.mark.attack("config", "traceback")
+@pytest.mark.attack("config", "hang")
 @pytest.mark.parametrize(
     "text, message",
     [

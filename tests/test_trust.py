@@ -498,7 +498,7 @@ def test_a_received_runs_code_needs_its_own_consent(run, rig, tmp_path, capsys):
     assert os.path.exists(marker)
 
 
-@pytest.mark.attack("CLI", "traceback")
+@pytest.mark.attack("CLI", "unclear")
 def test_cv_takes_the_trust_flags_of_train(rig, tmp_path, capsys):
     """`lagnet cv` of a config with a Python system advises --trust-code, and accepts it."""
     config = yaml.safe_load(

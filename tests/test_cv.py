@@ -251,3 +251,55 @@ def test_cv_refuses_a_symlink_out_of_out_and_replaces_no_run_without_overwrite(
     assert _snapshot(fold) == resumed
     assert main(["cv", other, *args, "--overwrite"]) == 0
     assert yaml.safe_load(open(fold / "config.yaml"))["training"]["learning_rate"] == 1e-2
+
+
+def test_short_names_keep_what_tells_recordings_apart():
+    from lagnet.commands.cv import short_names
+
+    long = [f"/d/sys_id_20220815_trajectory_{i:02d}.csv.gz" for i in (0, 2, 11)]
+    assert list(short_names(long).values()) == ["00", "02", "11"]
+    assert list(short_names(["/d/p1.csv", "/e/p2.csv"]).values()) == ["p1.csv", "p2.csv"]
+    # One name inside another: stripping would leave an empty name, so the file names stay whole.
+    same = ["/d/recording_of_the_day.csv", "/d/recording_of_the_day_2.csv"]
+    assert list(short_names(same).values()) == [
+        "recording_of_the_day.csv",
+        "recording_of_the_day_2.csv",
+    ]
+
+
+@pytest.mark.attack("CLI", "unclear")
+def test_cv_takes_set_names_validation_and_claims_no_identification_for_a_known_model(
+    tmp_path, capsys
+):
+    from lagnet.cli import main
+
+    files = [
+        write_pendulum_csv(
+            tmp_path / f"pendulum_bench_day_one_run_{i}.csv",
+            steps=80,
+            hold=20,
+            seed=i,
+            theta0=0.5 * i,
+        )
+        for i in (1, 2, 3)
+    ]
+    known = _config(tmp_path, "known", files, type="known")
+    out = tmp_path / "cv"
+    args = ["cv", known, "--folds", "F1", "--set", "training.learning_rate=0.01", "--out", str(out)]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert (
+        "held out pendulum_bench_day_one_run_1.csv, validated on pendulum_bench_day_one_run_2.csv"
+        in (captured.err)
+    )
+    assert "| 1 (1) | theta |" in captured.out  # the recording's name without what all share
+    assert (
+        "| trained model | physics |" in captured.out and "identified physics" not in captured.out
+    )
+    with open(out / "cv.json") as f:
+        cv = json.load(f)
+    assert "--set training.learning_rate=0.01" in cv["command"]
+    run = out / "known" / "fold-1"
+    assert yaml.safe_load(open(run / "config.yaml"))["training"]["learning_rate"] == 0.01
+    with open(run / "summary.json") as f:
+        assert json.load(f)["validation_recordings"] == [files[1]]

@@ -42,6 +42,13 @@ def register(sub) -> None:
     )
     p.add_argument("configs", nargs="+", metavar="CONFIG", help="YAML config files")
     p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a value of every config, as lagnet train's --set (repeatable; VALUE is YAML)",
+    )
+    p.add_argument(
         "--folds",
         metavar="F1,F3",
         help="only these folds: the held-out files by position (F1 or 1 is data.train's first) or "
@@ -274,8 +281,14 @@ def _fold(
     fold_config = _fold_config(config, i, epochs)
     train, validation = list(fold_config.data.train), list(fold_config.data.validation)
     if progress:
+        validated = (
+            ", ".join(os.path.basename(v) for v in validation)
+            if validation
+            else f"a split of {', '.join(os.path.basename(t) for t in train)}"
+        )
         print(
-            f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}",
+            f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}, "
+            f"validated on {validated}",
             file=sys.stderr,
             flush=True,
         )
@@ -361,6 +374,7 @@ def cross_validate(
     progress=False,
     command: str | None = None,
     overwrite: bool = False,
+    overrides=(),
 ) -> dict:
     """Train and score every fold of every config (see the module's docstring); returns cv.json's content.
 
@@ -370,7 +384,7 @@ def cross_validate(
     from ..data.horizons import parse_horizon
     from ..run import save_json
 
-    configs = [load_config(p) for p in paths]
+    configs = [load_config(p, list(overrides)) for p in paths]
     names = _names(paths, configs)
     folders = _folders(names)
     h = parse_horizon(
@@ -388,7 +402,13 @@ def cross_validate(
     ]
     results = []
     for path, name, folder, config, plan in zip(paths, names, folders, configs, plans, strict=True):
-        entry = {"name": name, "config": path, "folder": folder, "folds": []}
+        entry = {
+            "name": name,
+            "config": path,
+            "type": config.model.type,
+            "folder": folder,
+            "folds": [],
+        }
         for i, run_dir, target in plan:
             fold, models, described = _fold(
                 config, name, i, run_dir, target, epochs, reference, progress
@@ -420,6 +440,32 @@ def _cell(x: float) -> str:
     return f"{x:.3g}" if np.isfinite(x) else "failed"
 
 
+# File names this long or shorter are shown whole.
+SHORT = 16
+
+
+def short_names(paths) -> dict[str, str]:
+    """Each path's file name without the prefix and suffix that all of them share (sys_id_..._trajectory_00
+    .csv.gz, ..._01.csv.gz → 00, 01), for compact tables; the file names themselves where they are short
+    (`SHORT`), or where that leaves one empty or two alike."""
+    names = {p: os.path.basename(p) for p in paths}
+    unique = sorted(set(names.values()))
+    if len(unique) < 2 or max(map(len, unique)) <= SHORT:
+        return names
+    prefix = os.path.commonprefix(unique)
+    suffix = os.path.commonprefix([n[::-1] for n in unique])[::-1]
+    cut = {n: n[len(prefix) : len(n) - len(suffix)] for n in unique}
+    if any(not c for c in cut.values()) or len(set(cut.values())) < len(unique):
+        return names
+    return {p: cut[n] for p, n in names.items()}
+
+
+def _heads(entry: dict) -> dict[str, str]:
+    # A known model trains no physics of its own: its physics is the one given, not identified.
+    physics = "physics" if entry.get("type") == "known" else "identified physics"
+    return {"model": "trained model", "physics": physics}
+
+
 def format_cv(report: dict) -> str:
     """The table per fold × state variable of the ratios, each config's mean and worst, and the choice."""
     references = sorted({e["reference"] for e in report["configs"]})
@@ -427,9 +473,12 @@ def format_cv(report: dict) -> str:
         f"Mean |error| at {report['horizon']} on the held-out recording / that of the physics as given "
         f"({'; '.join(references)}), per state variable (< 1: better than the given physics):",
     ]
+    short = short_names(
+        [p for e in report["configs"] for f in e["folds"] for p in [f["held_out"], *f["train"]]]
+    )
     for e in report["configs"]:
         preds = list(e["summary"])
-        heads = {"model": "trained model", "physics": "identified physics"}
+        heads = _heads(e)
         lines += [
             "",
             f"{e['name']} ({e['config']}):",
@@ -438,7 +487,7 @@ def format_cv(report: dict) -> str:
             "|---|---|" + "---|" * len(preds),
         ]
         for f in e["folds"]:
-            where = f"{f['fold']} ({os.path.basename(f['held_out'])})"
+            where = f"{f['fold']} ({short[f['held_out']]})"
             for n in f["ratios"][preds[0]]:
                 cells = " | ".join(_cell(f["ratios"][k][n]) for k in preds)
                 lines.append(f"| {where} | {n} | {cells} |")
@@ -452,7 +501,8 @@ def format_cv(report: dict) -> str:
         )
         lines += [f"fold {f['fold']} failed: {f['failed']}" for f in e["folds"] if f.get("failed")]
     c = report["choice"]
-    what = "its trained model" if c["prediction"] == "model" else "its identified physics"
+    chosen = next((e for e in report["configs"] if e["name"] == c["config"]), {})
+    what = f"its {_heads(chosen)[c['prediction']]}"
     lines += [
         "",
         f"Choice: {c['config']}, {what} (mean ratio {_cell(c['mean'])}, worst {_cell(c['worst'])}, "
@@ -464,6 +514,7 @@ def format_cv(report: dict) -> str:
 def _command(args) -> str:
     """The command line that reproduces this cross-validation, for its record."""
     options = [("--folds", args.folds), ("--epochs", args.epochs), ("--horizon", args.horizon)]
+    options += [("--set", item) for item in args.set]
     given = [f"{flag} {value}" for flag, value in options if value is not None]
     return " ".join(["lagnet cv", *args.configs, *given, "--out", args.out])
 
@@ -478,6 +529,7 @@ def run(args) -> int:
         progress=not args.quiet,
         command=_command(args),
         overwrite=args.overwrite,
+        overrides=args.set,
     )
     print(format_cv(report))
     print(f"wrote {os.path.join(args.out, 'cv.json')}")

@@ -326,6 +326,9 @@ def _summary(config: Config, run_dir: str, setup: _Setup, result, seconds, fallb
         "seconds_train": result.seconds - result.compile_seconds,
         "select_by": select_by,
         "validation_horizon": None if setup.validation is None else setup.validation.k,
+        # The recordings validation (early stopping, checkpoint choice) saw: none means a split of the training
+        # recordings (data.validation_fraction).
+        "validation_recordings": list(config.data.validation),
         "best_score": result.best_loss,
         "stop_reason": result.stop_reason,
         "steps_run": result.steps_run,

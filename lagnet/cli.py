@@ -13,7 +13,14 @@ _COMMANDS = (
     "lagnet.commands.cv",
 )
 # Subcommands that build a config or a run folder, and so may run the Python code it names (--trust-code).
-_RUN_CODE = ("lagnet.commands.train", "lagnet.commands.evaluate", "lagnet.commands.export")
+_RUN_CODE = (
+    "lagnet.commands.train",
+    "lagnet.commands.evaluate",
+    "lagnet.commands.export",
+    "lagnet.commands.cv",
+)
+# Subcommands that train a config, which may point at another run whose code it would run (--trust-run).
+_TRAIN = ("lagnet.commands.train", "lagnet.commands.cv")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,10 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
                 sub.choices[command].add_argument(
                     "--trust-code",
                     action="store_true",
-                    help="let the config or run run the Python system source it names (a file, or a module "
-                    "of a package in LAGNET_TRUSTED_PACKAGES); only for code you trust. Also "
-                    "LAGNET_TRUST_CODE=1. See docs/guides/security.md",
+                    help="let the config or run you name run the Python system source it names (a file, or "
+                    "a module of a package in LAGNET_TRUSTED_PACKAGES); only for code you trust. Not the "
+                    "code of another run a config points at (--trust-run). Also LAGNET_TRUST_CODE=1. See "
+                    "docs/guides/security.md",
                 )
+                if name in _TRAIN:
+                    sub.choices[command].add_argument(
+                        "--trust-run",
+                        action="append",
+                        default=[],
+                        metavar="RUN",
+                        help="let the run folder RUN, which the config points at (model.start_from), run the "
+                        "Python system source it keeps; repeatable; only for a run you trust",
+                    )
     return parser
 
 
@@ -63,7 +80,7 @@ def _start_jax(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .config.sources import trust_code
+    from .config.sources import trust_code, trust_runs
     from .train.fit import TrainingDiverged
 
     parser = build_parser()
@@ -73,7 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         _start_jax(args)
-        with trust_code(getattr(args, "trust_code", False)):
+        with (
+            trust_code(getattr(args, "trust_code", False)),
+            trust_runs(getattr(args, "trust_run", [])),
+        ):
             return int(args.func(args) or 0)
     except (ValueError, TrainingDiverged) as e:
         # Configuration and data errors are the user's to fix: show the message, not a traceback.

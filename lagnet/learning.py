@@ -104,9 +104,12 @@ def train_round(
         "seed": seed,
         "data": {"train": recordings, "validation": [], "test": [recordings[-1]]},
     }
+    trusted = ()
     if previous is not None and config.model.reads("start_from"):
         changes["model"] = {"start_from": previous}
-    train_run(config.replace(changes), run_dir, progress=False, overwrite=True)
+        # The previous round is a run this loop trained from the same config: its code is the config's own.
+        trusted = (previous,)
+    train_run(config.replace(changes), run_dir, progress=False, overwrite=True, trust_runs=trusted)
 
 
 def learn_to_control(

@@ -21,17 +21,25 @@ def test_failed_cases_count_by_what_they_guard():
         "b": case("data file", "silent", "b", "failed"),
         "c": case("run folder", "loss", "c", "failed"),
         "d": case("run folder", "loss", "d", "skipped"),
+        "e": case("CLI", "unclear", "e", "failed"),
+        "f": case("CLI", "hang", "f", "failed"),
     }
     rows = {r["surface"]: r for r in attack_table.table(cases)}
     assert (rows["config"]["cases"], rows["config"]["tests"], rows["config"]["passed"]) == (2, 1, 1)
     assert rows["config"]["tracebacks"] == 1 and rows["config"]["losses"] == 0
     assert rows["data file"]["silent wrong results"] == 1
     assert rows["run folder"]["losses"] == 1 and rows["run folder"]["skipped or not run"] == 1
+    assert (rows["CLI"]["unclear errors"], rows["CLI"]["hangs"], rows["CLI"]["tracebacks"]) == (
+        1,
+        1,
+        0,
+    )
     total = rows["all"]
-    assert (total["cases"], total["tests"], total["passed"]) == (5, 4, 1)
+    assert (total["cases"], total["tests"], total["passed"]) == (7, 6, 1)
     assert (total["tracebacks"], total["silent wrong results"], total["losses"]) == (1, 1, 1)
+    assert (total["unclear errors"], total["hangs"]) == (1, 1)
     text = attack_table.markdown(list(rows.values()), 1, "cmd")
-    assert "| config | 2 | 1 | 1 | 1 | 0 | 0 | 0 |" in text and "exit status: 1" in text
+    assert "| config | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 0 | 0 |" in text and "exit status: 1" in text
 
 
 def marked(path: pathlib.Path) -> list[str]:

@@ -125,3 +125,181 @@ def test_cv_needs_two_recordings(tmp_path, capsys):
         "data.train names 1 recording(s); leave-one-run-out cross-validation needs at least 2"
         in (capsys.readouterr().err)
     )
+
+
+# ------------------------------------------------------------------------- nothing written outside --out
+
+
+def _named_config(tmp, stem, name, files, **training):
+    path = tmp / f"{stem}.yaml"
+    config = yaml.safe_load(open(_config(tmp, stem, files)))
+    config["name"] = name
+    config["training"].update(training)
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def _snapshot(folder) -> dict:
+    """Every file under `folder` with its bytes and modification time: what "not touched" compares."""
+    out = {}
+    for root, dirs, names in os.walk(folder):
+        for n in dirs + names:
+            p = os.path.join(root, n)
+            st = os.lstat(p)
+            content = open(p, "rb").read() if os.path.isfile(p) else None
+            out[os.path.relpath(p, folder)] = (st.st_mtime_ns, content)
+    return out
+
+
+@pytest.fixture
+def recordings(tmp_path):
+    return [
+        write_pendulum_csv(tmp_path / f"p{i}.csv", steps=80, hold=20, seed=i, theta0=0.4 + 0.3 * i)
+        for i in (1, 2)
+    ]
+
+
+@pytest.mark.attack("run folder", "loss")
+def test_cv_folds_stay_under_out_whatever_the_config_names(tmp_path, recordings, capsys):
+    from lagnet.cli import main
+    from lagnet.commands.cv import folder_name
+
+    # A finished run outside --out, which a name may try to reach.
+    victim = tmp_path / "elsewhere" / "victim"
+    victim.mkdir(parents=True)
+    (victim / "config.yaml").write_text("name: victim\n")
+    (victim / "summary.json").write_text("{}")
+    names = [str(victim), "../x", "..", "CON", "a/../../b", "fold-1"]
+    configs = [_named_config(tmp_path, f"c{k}", n, recordings) for k, n in enumerate(names)]
+    before = _snapshot(tmp_path / "elsewhere")
+    out = tmp_path / "out" / "cv"
+    args = ["cv", *configs, "--folds", "F1", "--epochs", "1", "--out", str(out), "--quiet"]
+    assert main(args) == 0, capsys.readouterr().err
+    assert _snapshot(tmp_path / "elsewhere") == before
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        "cv"
+    ]  # nothing beside --out, nothing made above it
+    with open(out / "cv.json") as f:
+        cv = json.load(f)
+    folders = [c["folder"] for c in cv["configs"]]
+    assert folders[1:] == ["x", "config", "_CON", "a_b", "fold-1"]
+    assert folders[0] == folder_name(str(victim)) and folders[0].endswith("elsewhere_victim")
+    for c in cv["configs"]:
+        run = out / c["folder"] / "fold-1"
+        assert os.path.realpath(run).startswith(os.path.realpath(out) + os.sep)
+        assert (run / "checkpoints" / "best.eqx").exists() and c["folds"][0]["run"] == str(run)
+    for name in names:
+        safe = folder_name(name)
+        assert "/" not in safe and safe not in ("", ".", "..") and not safe.startswith(".")
+
+
+@pytest.mark.attack("run folder", "loss")
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("/abs/path/run", "abs_path_run"),
+        ("../x", "x"),
+        ("..", "config"),
+        ("", "config"),
+        ("con.txt", "_con.txt"),
+        ("LPT1", "_LPT1"),
+        ("a b\\c", "a_b_c"),
+        ("é" * 100, "config"),
+        ("x" * 100, "x" * 64),
+    ],
+)
+def test_folder_names_are_plain(name, folder):
+    from lagnet.commands.cv import folder_name
+
+    assert folder_name(name) == folder
+
+
+@pytest.mark.attack("run folder", "loss")
+def test_cv_refuses_a_symlink_out_of_out_and_replaces_no_run_without_overwrite(
+    tmp_path, recordings, capsys
+):
+    from lagnet.cli import main
+
+    outside = tmp_path / "outside"
+    (outside / "fold-1").mkdir(parents=True)
+    (outside / "fold-1" / "config.yaml").write_text("name: mine\n")
+    before = _snapshot(outside)
+    out = tmp_path / "cv"
+    out.mkdir()
+    os.symlink(outside, out / "linked")
+    linked = _named_config(tmp_path, "linked", "linked", recordings)
+    args = ["--folds", "F1", "--epochs", "1", "--out", str(out), "--quiet"]
+    assert main(["cv", linked, *args]) == 2
+    assert "outside --out" in capsys.readouterr().err
+    assert _snapshot(outside) == before
+
+    # An existing fold folder is resumed when it holds this fold, refused when it holds another run.
+    config = _named_config(tmp_path, "c", "c", recordings)
+    assert main(["cv", config, *args]) == 0
+    fold = out / "c" / "fold-1"
+    trained = _snapshot(fold)
+    assert main(["cv", config, *args]) == 0  # the same fold: reused (resumed, nothing retrained)
+    resumed = _snapshot(fold)
+    checkpoints = {k: v[1] for k, v in trained.items() if k.startswith("checkpoints")}
+    assert {k: v[1] for k, v in resumed.items() if k.startswith("checkpoints")} == checkpoints
+    # Another config of the same name (another learning rate): its fold folder holds another run.
+    other = _named_config(tmp_path, "c2", "c", recordings, learning_rate=1e-2)
+    capsys.readouterr()
+    assert main(["cv", other, *args]) == 2
+    err = capsys.readouterr().err
+    assert f"{fold} holds" in err and "not this fold of 'c'" in err and "--overwrite" in err
+    assert _snapshot(fold) == resumed
+    assert main(["cv", other, *args, "--overwrite"]) == 0
+    assert yaml.safe_load(open(fold / "config.yaml"))["training"]["learning_rate"] == 1e-2
+
+
+def test_short_names_keep_what_tells_recordings_apart():
+    from lagnet.commands.cv import short_names
+
+    long = [f"/d/sys_id_20220815_trajectory_{i:02d}.csv.gz" for i in (0, 2, 11)]
+    assert list(short_names(long).values()) == ["00", "02", "11"]
+    assert list(short_names(["/d/p1.csv", "/e/p2.csv"]).values()) == ["p1.csv", "p2.csv"]
+    # One name inside another: stripping would leave an empty name, so the file names stay whole.
+    same = ["/d/recording_of_the_day.csv", "/d/recording_of_the_day_2.csv"]
+    assert list(short_names(same).values()) == [
+        "recording_of_the_day.csv",
+        "recording_of_the_day_2.csv",
+    ]
+
+
+@pytest.mark.attack("CLI", "unclear")
+def test_cv_takes_set_names_validation_and_claims_no_identification_for_a_known_model(
+    tmp_path, capsys
+):
+    from lagnet.cli import main
+
+    files = [
+        write_pendulum_csv(
+            tmp_path / f"pendulum_bench_day_one_run_{i}.csv",
+            steps=80,
+            hold=20,
+            seed=i,
+            theta0=0.5 * i,
+        )
+        for i in (1, 2, 3)
+    ]
+    known = _config(tmp_path, "known", files, type="known")
+    out = tmp_path / "cv"
+    args = ["cv", known, "--folds", "F1", "--set", "training.learning_rate=0.01", "--out", str(out)]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert (
+        "held out pendulum_bench_day_one_run_1.csv, validated on pendulum_bench_day_one_run_2.csv"
+        in (captured.err)
+    )
+    assert "| 1 (1) | theta |" in captured.out  # the recording's name without what all share
+    assert (
+        "| trained model | physics |" in captured.out and "identified physics" not in captured.out
+    )
+    with open(out / "cv.json") as f:
+        cv = json.load(f)
+    assert "--set training.learning_rate=0.01" in cv["command"]
+    run = out / "known" / "fold-1"
+    assert yaml.safe_load(open(run / "config.yaml"))["training"]["learning_rate"] == 0.01
+    with open(run / "summary.json") as f:
+        assert json.load(f)["validation_recordings"] == [files[1]]

@@ -459,3 +459,57 @@ def test_a_module_source_is_recorded_and_a_changed_module_refused(tmp_path, monk
         ValueError, match=r"'lagnet_hashed_rigs.rigs' \(not found on sys.path\) is missing"
     ):
         lagnet.load(run, trust_code=True)
+
+
+@pytest.mark.attack("run folder", "silent")
+def test_a_received_runs_code_needs_its_own_consent(run, rig, tmp_path, capsys):
+    """`--trust-code` trusts the files the user's own config names; the Python file kept in a run that
+    `model.start_from` points at runs only with `--trust-run RUN`."""
+    received = copy_run(run, tmp_path)
+    marker = os.path.join(received, "system", "ran.txt")
+    write_pendulum_csv(rig / "pendulum.csv", steps=100, hold=20)
+    config = rig / "two_stage.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "two_stage",
+                "dtype": "float64",
+                "system": {"name": "python", "source": "my_rig.py:build"},
+                "model": {"type": "pinode", "width": 2, "start_from": received},
+                "data": {"train": "pendulum.csv", "mapping": PENDULUM_MAPPING},
+                "training": {"epochs": 1, "batch_size": 8, "horizon": 1},
+            }
+        )
+    )
+    out = ["--out", str(tmp_path / "second"), "--quiet"]
+    assert main(["train", str(config), *out, "--trust-code"]) == 2
+    err = capsys.readouterr().err
+    assert f"model.start_from names the run {received}" in err
+    assert f"--trust-run {received}" in err
+    assert not os.path.exists(marker)
+    assert os.path.exists(rig / "ran.txt")  # the user's own file, which --trust-code does trust
+    # LAGNET_TRUST_CODE=1 is --trust-code: the received run still needs its own consent.
+    with trust_code():
+        with pytest.raises(UntrustedCode, match="--trust-run"):
+            train_run(load_config(config), str(tmp_path / "third"), progress=False)
+    assert not os.path.exists(marker)
+    main(["train", str(config), *out, "--trust-code", "--trust-run", received])
+    assert "--trust-run" not in capsys.readouterr().err
+    assert os.path.exists(marker)
+
+
+@pytest.mark.attack("CLI", "unclear")
+def test_cv_takes_the_trust_flags_of_train(rig, tmp_path, capsys):
+    """`lagnet cv` of a config with a Python system advises --trust-code, and accepts it."""
+    config = yaml.safe_load(
+        open(write_config(rig, {"name": "python", "source": "my_rig.py:build"}))
+    )
+    config["data"] = {"train": ["a.csv", "b.csv"], "mapping": PENDULUM_MAPPING}
+    (rig / "cv.yaml").write_text(yaml.safe_dump(config))
+    assert main(["cv", str(rig / "cv.yaml"), "--out", str(tmp_path / "cv")]) == 2
+    assert "--trust-code" in capsys.readouterr().err
+    assert not os.path.exists(rig / "ran.txt")
+    assert main(["cv", str(rig / "cv.yaml"), "--trust-code", "--out", str(tmp_path / "cv")]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" not in err and "--trust-code" not in err and "a.csv" in err
+    assert os.path.exists(rig / "ran.txt")

@@ -7,10 +7,12 @@
 A test is an attack when it carries `@pytest.mark.attack(surface, guards)` (pyproject.toml registers the marker;
 a module's `pytestmark` gives its tests a default, a test's own marker overrides it): `surface` is what it
 attacks (config, data file, user system, robot file, export archive, run folder, CLI, Python API) and `guards`
-what a failure would mean: "traceback" (a raw traceback or an unclear message instead of lagnet's error),
-"silent" (a wrong result, or code run, without a word) or "loss" (a run or a file lost or mixed). A case is one
-collected test (one parametrisation; a property-based test draws many examples within it). The tracebacks,
-silent wrong results and losses columns count the failed cases of each kind: all 0 when the suite is green.
+what a failure would mean: "traceback" (a raw traceback instead of lagnet's error), "unclear" (lagnet's error,
+but one that does not name the key, option or file at fault, or blames another), "silent" (a wrong result, or
+code run, without a word), "loss" (a run or a file lost or mixed) or "hang" (no answer within the bound lagnet
+keeps, or work done before a refusal that needed none). A case is one collected test (one parametrisation; a
+property-based test draws many examples within it). The columns of these kinds count the failed cases of
+each: all 0 when the suite is green.
 """
 
 import argparse
@@ -32,7 +34,13 @@ SURFACES = (
     "CLI",
     "Python API",
 )
-GUARDS = {"traceback": "tracebacks", "silent": "silent wrong results", "loss": "losses"}
+GUARDS = {
+    "traceback": "tracebacks",
+    "unclear": "unclear errors",
+    "silent": "silent wrong results",
+    "loss": "losses",
+    "hang": "hangs",
+}
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "benchmarks", "results", "attack_table")
 
@@ -101,7 +109,8 @@ def markdown(rows: list[dict], status: int, command: str) -> str:
         "# Attack table",
         "",
         "Every adversarial test (`pytest -m attack`), by the surface it attacks. A case is one collected test; "
-        "tracebacks, silent wrong results and losses count its failed cases by what the test guards against "
+        "tracebacks, unclear errors, silent wrong results, losses and hangs count its failed cases by what the "
+        "test guards against "
         "(tools/attack_table.py). Written by `make attack-table`:",
         "",
         f"    {command}",
@@ -122,15 +131,28 @@ def main(argv=None) -> int:
         "--out", default=OUT, help="the table's path without suffix (.md and .json are written)"
     )
     p.add_argument("--junit", default=None, help="also write pytest's JUnit XML report here")
-    p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    p.add_argument(
+        "pytest_args",
+        nargs="*",
+        help="extra pytest arguments (after --); test files or folders among them replace tests/",
+    )
     args = p.parse_args(argv)
     junit = args.junit or os.path.join(tempfile.mkdtemp(prefix="attack-"), "junit.xml")
     pytest_args = ["-m", "attack", "-n", "0", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
     recorder = Recorder()
     os.chdir(ROOT)
-    status = int(pytest.main([*pytest_args, *args.pytest_args, "tests"], plugins=[recorder]))
+    # Test files given after -- (a quick table of some surfaces) replace the whole tests/ folder.
+    paths = [
+        a for a in args.pytest_args if not a.startswith("-") and os.path.exists(a.split("::")[0])
+    ]
+    status = int(
+        pytest.main(
+            [*pytest_args, *args.pytest_args, *([] if paths else ["tests"])], plugins=[recorder]
+        )
+    )
     rows = table(recorder.cases)
-    command = "python tools/attack_table.py  # pytest " + " ".join(pytest_args[:-1]) + " tests"
+    where = " ".join(args.pytest_args) if paths else "tests"
+    command = "python tools/attack_table.py  # pytest " + " ".join(pytest_args[:-1]) + " " + where
     with open(args.out + ".md", "w", encoding="utf-8") as f:
         f.write(markdown(rows, status, command))
     with open(args.out + ".json", "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@ coordinates of different units average fairly and 1 means "no better than the pr
 import argparse
 import os
 import platform
+import re
 import sys
 import time
 
@@ -41,6 +42,13 @@ def register(sub) -> None:
     )
     p.add_argument("configs", nargs="+", metavar="CONFIG", help="YAML config files")
     p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a value of every config, as lagnet train's --set (repeatable; VALUE is YAML)",
+    )
+    p.add_argument(
         "--folds",
         metavar="F1,F3",
         help="only these folds: the held-out files by position (F1 or 1 is data.train's first) or "
@@ -54,7 +62,18 @@ def register(sub) -> None:
         metavar="H",
         help="seconds ('0.5s') or steps ('30') (default: the first config's evaluation.horizon)",
     )
-    p.add_argument("--out", default=os.path.join("runs", "cv"), help="folder (default runs/cv)")
+    p.add_argument(
+        "--out",
+        default=os.path.join("runs", "cv"),
+        help="folder (default runs/cv): every fold trains into OUT/<config name>/fold-i, the name made a "
+        "plain folder name by lagnet, and nothing is written outside it",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a fold folder that holds another run; without it a fold folder is reused only when it "
+        "holds the same fold of the same config (resumed, or scored as it is when finished)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=run)
 
@@ -153,16 +172,79 @@ class _Reference:
         return self.by_file[held_out]
 
 
+# Names Windows keeps for devices, in any case and with any extension: never a folder of a fold.
+_RESERVED = {"con", "prn", "aux", "nul"} | {f"{d}{i}" for d in ("com", "lpt") for i in range(10)}
+
+
+def folder_name(name: str) -> str:
+    """A config's name as the folder lagnet chooses for its folds: letters, digits, `_`, `-` and single dots only
+    (every other run of characters, and `..`, one `_`), no leading or trailing dot, its last 64 characters, never
+    a device name; so neither an absolute path, `..` nor a separator in a name can lead outside `--out`."""
+    safe = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_.-]|\.{2,}", "_", name))
+    safe = safe.strip("._-")[-64:].strip("._-") or "config"
+    if safe.split(".")[0].lower() in _RESERVED:
+        safe = "_" + safe
+    return safe
+
+
+def _folders(names: list[str]) -> list[str]:
+    """Each config's folder under --out, distinct (`-2`, `-3`, … where two names make the same folder)."""
+    out: list[str] = []
+    for name in names:
+        base = folder = folder_name(name)
+        k = 1
+        while folder.lower() in (f.lower() for f in out):
+            k += 1
+            folder = f"{base}-{k}"
+        out.append(folder)
+    return out
+
+
+def fold_dir(out: str, folder: str, i: int) -> str:
+    """OUT/FOLDER/fold-i, refused if it resolves outside OUT (a symlink in the way)."""
+    path = os.path.join(out, folder, f"fold-{i + 1}")
+    real_out, real = os.path.realpath(out), os.path.realpath(path)
+    if os.path.commonpath([real_out, real]) != real_out:
+        raise ValueError(
+            f"{path} resolves to {real}, outside --out {out} (a symbolic link): lagnet cv writes only "
+            "under --out; remove the link or give another --out"
+        )
+    return path
+
+
+def _fold_target(run_dir: str, fold_config, overwrite: bool) -> dict:
+    """How to train into a fold folder: afresh (new, or --overwrite), or resumed when it holds this very fold
+    (the same config, data and system source: `run_identity`); any other content is refused."""
+    from ..run.folder import run_identity
+    from ..run.load import CONFIG_FILE, read_config
+
+    try:
+        entries = os.listdir(run_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        entries = []
+    if not entries:
+        return {}
+    if CONFIG_FILE in entries:
+        try:
+            same = run_identity(read_config(run_dir)) == run_identity(fold_config)
+        except (ValueError, OSError):
+            same = False
+        if same:
+            return {"resume": True}
+    if overwrite:
+        return {"overwrite": True}
+    raise ValueError(
+        f"{run_dir} holds {', '.join(sorted(entries))}, not this fold of {fold_config.name!r} (another config, "
+        "data or system): pass --overwrite to replace it, or give another --out"
+    )
+
+
 def _names(paths, configs) -> list[str]:
-    """The configs' names, or their file names where two names alike would train into the same folders."""
+    """The configs' names, or their file names where two names are alike (their folders then differ by a
+    suffix where the file names are alike too, `_folders`)."""
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
         names = [os.path.splitext(os.path.basename(p))[0] for p in paths]
-        if len(set(names)) != len(names):
-            raise ValueError(
-                "two configs share their name and file name; rename one (name: ...) so that "
-                "their folds do not overwrite each other"
-            )
     for path, config in zip(paths, configs, strict=True):
         if len(config.data.train) < 2:
             raise ValueError(
@@ -174,9 +256,21 @@ def _names(paths, configs) -> list[str]:
     return names
 
 
-def _fold(config, name, i, out, epochs, reference, progress) -> tuple[dict, dict | None, str]:
-    """Train fold `i` of `config` (recording i held out) and score it: its entry, the trained models (None
-    when it diverged) and the reference's description."""
+def _fold_config(config, i: int, epochs):
+    """Fold i's config: trained on the others, validated as `fold_files` says, tested on recording i."""
+    train, validation = fold_files(config, i)
+    changes = {"data": {"train": train, "validation": validation, "test": [config.data.train[i]]}}
+    if epochs is not None:
+        changes["training"] = {"epochs": epochs}
+    return config.replace(changes)
+
+
+def _fold(
+    config, name, i, run_dir, target, epochs, reference, progress
+) -> tuple[dict, dict | None, str]:
+    """Train fold `i` of `config` (recording i held out) into `run_dir` (`target`: resume or overwrite, from
+    `_fold_target`) and score it: its entry, the trained models (None when it diverged) and the reference's
+    description."""
     from ..evaluate.run import end_errors
     from ..models import physics_prior
     from ..run import load_run
@@ -184,22 +278,24 @@ def _fold(config, name, i, out, epochs, reference, progress) -> tuple[dict, dict
     from ..train.fit import TrainingDiverged
 
     files = list(config.data.train)
-    train, validation = fold_files(config, i)
-    changes = {"data": {"train": train, "validation": validation, "test": [files[i]]}}
-    if epochs is not None:
-        changes["training"] = {"epochs": epochs}
-    fold_config = config.replace(changes)
-    run_dir = os.path.join(out, name, f"fold-{i + 1}")
+    fold_config = _fold_config(config, i, epochs)
+    train, validation = list(fold_config.data.train), list(fold_config.data.validation)
     if progress:
+        validated = (
+            ", ".join(os.path.basename(v) for v in validation)
+            if validation
+            else f"a split of {', '.join(os.path.basename(t) for t in train)}"
+        )
         print(
-            f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}",
+            f"cv {name} fold {i + 1}/{len(files)}: held out {os.path.basename(files[i])}, "
+            f"validated on {validated}",
             file=sys.stderr,
             flush=True,
         )
     cut, given, described = reference.get(config, fold_config, files[i])
     failed, models = None, None
     try:
-        train_run(fold_config, run_dir, progress=progress, overwrite=True)
+        train_run(fold_config, run_dir, progress=progress, **target)
     except TrainingDiverged as e:
         # One fold that diverges scores as failed (an infinite mean); the other folds still count.
         failed = str(e)
@@ -277,23 +373,46 @@ def cross_validate(
     horizon=None,
     progress=False,
     command: str | None = None,
+    overwrite: bool = False,
+    overrides=(),
 ) -> dict:
-    """Train and score every fold of every config (see the module's docstring); returns cv.json's content."""
+    """Train and score every fold of every config (see the module's docstring); returns cv.json's content.
+
+    Fold folders are OUT/<folder>/fold-i, the folder made from the config's name by `folder_name`; one that
+    holds this fold already is resumed, one that holds anything else is refused unless `overwrite`."""
     from ..config import load_config
     from ..data.horizons import parse_horizon
     from ..run import save_json
 
-    configs = [load_config(p) for p in paths]
+    configs = [load_config(p, list(overrides)) for p in paths]
     names = _names(paths, configs)
+    folders = _folders(names)
     h = parse_horizon(
         horizon if horizon is not None else configs[0].evaluation.horizon, "--horizon"
     )
     reference = _Reference(h)
+    # Every fold folder checked before the first fold trains: a refusal loses no work.
+    plans = [
+        [
+            (i, run_dir, _fold_target(run_dir, _fold_config(config, i, epochs), overwrite))
+            for i in parse_folds(folds, list(config.data.train), path)
+            for run_dir in [fold_dir(out, folder, i)]
+        ]
+        for path, folder, config in zip(paths, folders, configs, strict=True)
+    ]
     results = []
-    for path, name, config in zip(paths, names, configs, strict=True):
-        entry = {"name": name, "config": path, "folds": []}
-        for i in parse_folds(folds, list(config.data.train), path):
-            fold, models, described = _fold(config, name, i, out, epochs, reference, progress)
+    for path, name, folder, config, plan in zip(paths, names, folders, configs, plans, strict=True):
+        entry = {
+            "name": name,
+            "config": path,
+            "type": config.model.type,
+            "folder": folder,
+            "folds": [],
+        }
+        for i, run_dir, target in plan:
+            fold, models, described = _fold(
+                config, name, i, run_dir, target, epochs, reference, progress
+            )
             entry["folds"].append(fold)
             entry["reference"] = described
             if models is not None:
@@ -321,6 +440,32 @@ def _cell(x: float) -> str:
     return f"{x:.3g}" if np.isfinite(x) else "failed"
 
 
+# File names this long or shorter are shown whole.
+SHORT = 16
+
+
+def short_names(paths) -> dict[str, str]:
+    """Each path's file name without the prefix and suffix that all of them share (sys_id_..._trajectory_00
+    .csv.gz, ..._01.csv.gz → 00, 01), for compact tables; the file names themselves where they are short
+    (`SHORT`), or where that leaves one empty or two alike."""
+    names = {p: os.path.basename(p) for p in paths}
+    unique = sorted(set(names.values()))
+    if len(unique) < 2 or max(map(len, unique)) <= SHORT:
+        return names
+    prefix = os.path.commonprefix(unique)
+    suffix = os.path.commonprefix([n[::-1] for n in unique])[::-1]
+    cut = {n: n[len(prefix) : len(n) - len(suffix)] for n in unique}
+    if any(not c for c in cut.values()) or len(set(cut.values())) < len(unique):
+        return names
+    return {p: cut[n] for p, n in names.items()}
+
+
+def _heads(entry: dict) -> dict[str, str]:
+    # A known model trains no physics of its own: its physics is the one given, not identified.
+    physics = "physics" if entry.get("type") == "known" else "identified physics"
+    return {"model": "trained model", "physics": physics}
+
+
 def format_cv(report: dict) -> str:
     """The table per fold × state variable of the ratios, each config's mean and worst, and the choice."""
     references = sorted({e["reference"] for e in report["configs"]})
@@ -328,9 +473,12 @@ def format_cv(report: dict) -> str:
         f"Mean |error| at {report['horizon']} on the held-out recording / that of the physics as given "
         f"({'; '.join(references)}), per state variable (< 1: better than the given physics):",
     ]
+    short = short_names(
+        [p for e in report["configs"] for f in e["folds"] for p in [f["held_out"], *f["train"]]]
+    )
     for e in report["configs"]:
         preds = list(e["summary"])
-        heads = {"model": "trained model", "physics": "identified physics"}
+        heads = _heads(e)
         lines += [
             "",
             f"{e['name']} ({e['config']}):",
@@ -339,7 +487,7 @@ def format_cv(report: dict) -> str:
             "|---|---|" + "---|" * len(preds),
         ]
         for f in e["folds"]:
-            where = f"{f['fold']} ({os.path.basename(f['held_out'])})"
+            where = f"{f['fold']} ({short[f['held_out']]})"
             for n in f["ratios"][preds[0]]:
                 cells = " | ".join(_cell(f["ratios"][k][n]) for k in preds)
                 lines.append(f"| {where} | {n} | {cells} |")
@@ -353,7 +501,8 @@ def format_cv(report: dict) -> str:
         )
         lines += [f"fold {f['fold']} failed: {f['failed']}" for f in e["folds"] if f.get("failed")]
     c = report["choice"]
-    what = "its trained model" if c["prediction"] == "model" else "its identified physics"
+    chosen = next((e for e in report["configs"] if e["name"] == c["config"]), {})
+    what = f"its {_heads(chosen)[c['prediction']]}"
     lines += [
         "",
         f"Choice: {c['config']}, {what} (mean ratio {_cell(c['mean'])}, worst {_cell(c['worst'])}, "
@@ -365,6 +514,7 @@ def format_cv(report: dict) -> str:
 def _command(args) -> str:
     """The command line that reproduces this cross-validation, for its record."""
     options = [("--folds", args.folds), ("--epochs", args.epochs), ("--horizon", args.horizon)]
+    options += [("--set", item) for item in args.set]
     given = [f"{flag} {value}" for flag, value in options if value is not None]
     return " ".join(["lagnet cv", *args.configs, *given, "--out", args.out])
 
@@ -378,6 +528,8 @@ def run(args) -> int:
         horizon=args.horizon,
         progress=not args.quiet,
         command=_command(args),
+        overwrite=args.overwrite,
+        overrides=args.set,
     )
     print(format_cv(report))
     print(f"wrote {os.path.join(args.out, 'cv.json')}")

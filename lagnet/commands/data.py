@@ -14,6 +14,7 @@ from ..data.catalog import data_root, datasets
 from ..data.stats import stats_markdown, write_stats
 from ..simulate.coverage import RADII, coverage, coverage_figure, coverage_table, load_recording
 from ..simulate.generate import GENERATORS, SHIPPED, check_overwrite, generate, output_paths
+from .options import positive_float, seed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,8 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "noise, PRBS, chirp and multisine inputs, random stabilising LQR policies)",
     )
     gen.add_argument("--out", default=None, help="output folder (default: <data root>/sim)")
-    gen.add_argument("--seed", type=int, default=None, help="seed (default: the shipped one)")
-    gen.add_argument("--duration", type=float, default=None, help="override every length (s)")
+    gen.add_argument("--seed", type=seed, default=None, help="seed (default: the shipped one)")
+    gen.add_argument(
+        "--duration", type=positive_float, default=None, help="override every length (s, > 0)"
+    )
     gen.add_argument(
         "--overwrite",
         action="store_true",
@@ -54,15 +57,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cov.add_argument(
         "--radii",
         nargs="+",
-        type=float,
+        type=positive_float,
         default=list(RADII),
-        help="radii (rad), default 0.1 0.3 0.5",
+        help="radii (rad, > 0), default 0.1 0.3 0.5",
     )
     cov.add_argument(
-        "--slow-rate", type=float, default=1.0, help="slow: |angle rate| below (rad/s)"
+        "--slow-rate", type=positive_float, default=1.0, help="slow: |angle rate| below (rad/s)"
     )
     cov.add_argument(
-        "--slow-speed", type=float, default=0.2, help="slow: |other velocity| below (m/s)"
+        "--slow-speed", type=positive_float, default=0.2, help="slow: |other velocity| below (m/s)"
     )
     cov.add_argument(
         "--out", default="coverage", help="folder for the figures (default ./coverage)"

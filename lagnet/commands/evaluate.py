@@ -5,6 +5,8 @@ import sys
 
 import jax
 
+from .options import seed
+
 
 def use_run_precision(run_dir: str) -> None:
     """The CLI owns its process: a float64 run needs 64-bit floats before any array is made."""
@@ -83,7 +85,7 @@ def register(sub) -> None:
     p.add_argument(
         "--seeds",
         nargs="+",
-        type=int,
+        type=seed,
         metavar="K",
         help="with --control: also the run's config trained with each training seed K (into RUN_DIR/seeds/"
         "seed-K; the run's own seed is the run) and evaluated the same way, with the counts summed over seeds "

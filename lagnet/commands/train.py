@@ -136,15 +136,20 @@ def run(args) -> int:
     return 0
 
 
+def _number(value) -> str:
+    """One value: a list (a vector or matrix parameter, e.g. body_pos, one row per body) in brackets, nested as
+    it is; a number to 4 digits."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_number(v) for v in value) + "]"
+    return f"{value:.4g}" if isinstance(value, int | float) else str(value)
+
+
 def _numbers(values) -> str:
     """Numbers as text: a dict as "name value, ...", a list (a vector parameter, e.g. one armature per joint)
-    as "[a, b, ...]" where it is a dict's value."""
+    as "[a, b, ...]" where it is a dict's value (nested for a matrix)."""
     if isinstance(values, dict):
-        return ", ".join(
-            f"{k} [{_numbers(v)}]" if isinstance(v, list) else f"{k} {v:.4g}"
-            for k, v in values.items()
-        )
-    return ", ".join(f"{v:.4g}" for v in (values if isinstance(values, list) else [values]))
+        return ", ".join(f"{k} {_number(v)}" for k, v in values.items())
+    return ", ".join(_number(v) for v in (values if isinstance(values, list) else [values]))
 
 
 def describe_physics(physics: dict) -> list[str]:

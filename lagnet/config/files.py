@@ -3,11 +3,13 @@ relative to the file."""
 
 import dataclasses
 import os
-import unicodedata
+import re
+import typing
 from collections.abc import Hashable
 
 import yaml
 
+from .bounded import MAX_YAML_BYTES, BoundedComposer, TooLarge, read_bytes
 from .schema import Config, ConfigError, drop_other_types, validate
 from .sources import is_file, split_source
 
@@ -54,28 +56,41 @@ def load_config(
     return dataclasses.replace(config, data=data, system=system, model=model)
 
 
+# Unicode's control characters (category Cc): C0, DEL and C1.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def control_character(text: str) -> str | None:
     """The first control character in `text` (a null byte, a newline, an escape, …), or None."""
-    return next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    found = _CONTROL.search(text)
+    return None if found is None else found.group()
 
 
 def check_printable(value, key: str = "", *, source: str = "config") -> None:
     """Refuse a control character in any key or string of a config (`ConfigError` naming the key path and the
     character): names become folders and file names, where the OS would refuse or mangle them."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            path = f"{key}.{k}" if key else str(k)
-            if isinstance(k, str):
-                check_printable(k, path, source=source)
-            check_printable(v, path, source=source)
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            check_printable(v, f"{key}[{i}]", source=source)
-    elif isinstance(value, str) and (c := control_character(value)) is not None:
-        raise ConfigError(
-            f"{key or 'the config'}: {value!r} contains the control character {c!r} (U+{ord(c):04X}) at "
-            f"position {value.index(c)} ({source}); names and paths must be printable"
-        )
+    # Iterative, and each list or mapping once: aliases may repeat one many times (lagnet.config.bounded).
+    seen: set[int] = set()
+    stack = [(key, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, dict):
+                for k, v in reversed(item.items()):
+                    at = f"{path}.{k}" if path else str(k)
+                    stack.append((at, v))
+                    if isinstance(k, str):
+                        stack.append((at, k))  # popped first: a key before its value
+            else:
+                stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, str) and (c := control_character(item)) is not None:
+            raise ConfigError(
+                f"{path or 'the config'}: {item!r} contains the control character {c!r} (U+{ord(c):04X}) at "
+                f"position {item.index(c)} ({source}); names and paths must be printable"
+            )
 
 
 def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
@@ -106,8 +121,10 @@ def apply_override(user: dict, item: str, *, source: str = "--set") -> None:
         drop_other_types(node, value)
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """`yaml.SafeLoader` that refuses a key given twice in one mapping.
+@typing.no_type_check  # called per mapping of a document (see BoundedComposer)
+class _UniqueKeyLoader(BoundedComposer, yaml.SafeLoader):
+    """`yaml.SafeLoader` that refuses a key given twice in one mapping, and documents beyond the bounds of
+    `lagnet.config.bounded` (depth, size, aliases expanded).
 
     PyYAML keeps the last of duplicate keys, so a second `training:` section would silently replace the first.
     """
@@ -140,8 +157,8 @@ def _read_yaml(path: str):
     if os.path.isdir(path):
         raise ConfigError(f"{path}: is a directory, expected a YAML config file")
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            return yaml.load(f, Loader=_UniqueKeyLoader)
+        text = read_bytes(path, MAX_YAML_BYTES, "a config").decode("utf-8-sig")
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise FileNotFoundError(f"config file not found: {path}") from None
     except UnicodeDecodeError as e:
@@ -151,5 +168,9 @@ def _read_yaml(path: str):
         ) from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot be read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    except TooLarge as e:
+        raise ConfigError(f"{path}: refused {_yaml_problem(e)}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: YAML syntax error {_yaml_problem(e)}") from None

@@ -42,6 +42,14 @@ HOW_TO_TRUST = (
 # Whether the caller opted in to running the code a config names (a context variable: threads and asyncio
 # tasks each see their own caller's choice).
 _TRUSTED = contextvars.ContextVar("lagnet_trust_code", default=False)
+# The run folders (real paths) whose kept code the caller trusts when a config points at them (--trust-run).
+_TRUSTED_RUNS: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "lagnet_trusted_runs", default=frozenset()
+)
+# Inside a run that a config points at (`model.start_from`): (the run, the key naming it), else None.
+_RECEIVED: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "lagnet_received_run", default=None
+)
 # Modules of Python itself: never a system source, trusted or not (`os:system` would run a shell command).
 _STDLIB = frozenset(sys.stdlib_module_names) | {"builtins", "__main__"}
 
@@ -51,8 +59,35 @@ class UntrustedCode(ConfigError):
 
 
 def code_trusted() -> bool:
-    """Whether code named by a config may run here: inside `trust_code()`, or with LAGNET_TRUST_CODE=1."""
+    """Whether code named by a config may run here: inside `trust_code()`, or with LAGNET_TRUST_CODE=1; inside
+    a run that a config points at (`received_run`), only if the caller trusts that run (`trust_runs`)."""
+    if _RECEIVED.get() is not None:
+        return _TRUSTED.get()
     return _TRUSTED.get() or os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@contextlib.contextmanager
+def trust_runs(paths=()):
+    """Within the block, the run folders `paths` may run the code they keep when a config points at them
+    (`model.start_from`): `trust_code` covers the files a config names itself, not those of another run."""
+    token = _TRUSTED_RUNS.set(_TRUSTED_RUNS.get() | {os.path.realpath(os.fspath(p)) for p in paths})
+    try:
+        yield
+    finally:
+        _TRUSTED_RUNS.reset(token)
+
+
+@contextlib.contextmanager
+def received_run(run_dir: str, key: str):
+    """Within the block, code runs only if the caller trusts the run `run_dir` (`trust_runs`, --trust-run),
+    which the config's `key` names: the opt-in for the config's own files does not extend to it."""
+    trusted = os.path.realpath(run_dir) in _TRUSTED_RUNS.get()
+    tokens = (_TRUSTED.set(trusted), _RECEIVED.set((run_dir, key)))
+    try:
+        yield
+    finally:
+        _RECEIVED.reset(tokens[1])
+        _TRUSTED.reset(tokens[0])
 
 
 @contextlib.contextmanager
@@ -76,36 +111,52 @@ def trusted_packages() -> tuple[str, ...]:
 
 
 def accepts_trust_code(function: Callable) -> Callable:
-    """`function` with a keyword `trust_code: bool = False` that runs it inside `trust_code(...)`."""
+    """`function` with keywords `trust_code: bool = False` and `trust_runs=()` that run it inside
+    `trust_code(...)` and `trust_runs(...)`."""
 
     @functools.wraps(function)
-    def trusting(*args, trust_code: bool = False, **kwargs):
-        with _trust(trust_code):
+    def trusting(*args, trust_code: bool = False, trust_runs=(), **kwargs):
+        with _trust(trust_code), _trust_runs(trust_runs):
             return function(*args, **kwargs)
 
     signature = inspect.signature(function)
-    keyword = inspect.Parameter("trust_code", inspect.Parameter.KEYWORD_ONLY, default=False)
+    keywords = [
+        inspect.Parameter("trust_code", inspect.Parameter.KEYWORD_ONLY, default=False),
+        inspect.Parameter("trust_runs", inspect.Parameter.KEYWORD_ONLY, default=()),
+    ]
     parameters = list(signature.parameters.values())
     at = next((i for i, p in enumerate(parameters) if p.kind is p.VAR_KEYWORD), len(parameters))
     trusting.__signature__ = signature.replace(
-        parameters=[*parameters[:at], keyword, *parameters[at:]]
+        parameters=[*parameters[:at], *keywords, *parameters[at:]]
     )
     trusting.__doc__ = (function.__doc__ or "") + (
-        "\n\n    `trust_code=True` lets the config's Python system source run (see "
-        "docs/guides/security.md).\n"
+        "\n\n    `trust_code=True` lets the config's Python system source run; `trust_runs=[RUN, ...]` the "
+        "code kept in those runs where the config points at them (`model.start_from`); see "
+        "docs/guides/security.md.\n"
     )
     return trusting
 
 
-_trust = trust_code  # the decorator's keyword shadows the context manager's name
+_trust = trust_code  # the decorator's keywords shadow the context managers' names
+_trust_runs = trust_runs
 
 
 def _refuse_untrusted(what: str, key: str) -> None:
-    if not code_trusted():
+    if code_trusted():
+        return
+    received = _RECEIVED.get()
+    if received is not None:
+        run_dir, via = received
         raise UntrustedCode(
-            f"{key}: building this config would run {what}, and lagnet runs code named by a config only when "
-            f"you opt in: if you trust it, {HOW_TO_TRUST}"
+            f"{key}: {via} names the run {run_dir}, and loading it would run {what}, code kept in that run: "
+            "--trust-code trusts the files your own config names, not the code of a run it points at. If "
+            f"you trust that run, pass --trust-run {run_dir} to the lagnet command (trust_runs=[...] in "
+            "Python)"
         )
+    raise UntrustedCode(
+        f"{key}: building this config would run {what}, and lagnet runs code named by a config only when "
+        f"you opt in: if you trust it, {HOW_TO_TRUST}"
+    )
 
 
 def check_module_allowed(location: str, key: str) -> None:
@@ -315,6 +366,13 @@ def robot_system(kind: str):
         if not os.path.isfile(location):
             raise ConfigError(f"system.source: file not found: {location}")
         factory = RigidBodyTree.from_urdf if kind == "urdf" else RigidBodyTree.from_mjcf
+        expand = sc.params.get("expand")
+        if expand is not None and not isinstance(expand, bool):
+            # "yes" or 1 read as "never expand" (only `expand is True` forces it), silently.
+            raise ConfigError(
+                f"system.params.expand: expand must be true, false or null (the default: trees of up to "
+                f"three hinges), got {expand!r}"
+            )
         try:
             return factory(location, **sc.params)
         except (TypeError, ValueError) as e:

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..config.bounded import read_json
 from ..integrators import RK4
 from ..simulate import CartPoleRig, closed_loop, rig_sampler, run_controller
 from ..systems import CartPole
@@ -441,7 +442,8 @@ def evaluate_run_control(run_dir: str, out: str | None = None, **kwargs) -> dict
 def read_control(run_dir: str, out: str | None) -> dict[str, Any] | None:
     """OUT/metrics.json's "control" (OUT: `out` or RUN_DIR/evaluation), or None."""
     path = Path(out or Path(run_dir) / "evaluation") / "metrics.json"
-    return json.loads(path.read_text()).get("control") if path.exists() else None
+    metrics = read_json(path, "an evaluation's metrics") if path.exists() else {}
+    return metrics.get("control") if isinstance(metrics, dict) else None
 
 
 def write_control(run_dir: str, out: str | None, control: dict[str, Any], section: str) -> None:
@@ -449,7 +451,9 @@ def write_control(run_dir: str, out: str | None, control: dict[str, Any], sectio
     folder = Path(out) if out else Path(run_dir) / "evaluation"
     folder.mkdir(parents=True, exist_ok=True)
     metrics_path = folder / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    metrics = read_json(metrics_path, "an evaluation's metrics") if metrics_path.exists() else {}
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{metrics_path}: not an evaluation's metrics (a JSON object)")
     metrics["control"] = control
     metrics_path.write_text(json.dumps(metrics, indent=1, sort_keys=True))
     with open(folder / "report.md", "a") as f:

@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._version import __version__
+from ..config.bounded import parse_json
 from ..run.files import atomic_write, writable_folder
 from ..run.load import load_run
 from .dynamics import Dynamics, linearise
@@ -348,9 +349,9 @@ def _read_members(path: str) -> tuple[dict, dict[str, bytes]]:
     if METADATA not in content:
         raise DamagedExport(f"no {METADATA}")
     try:
-        meta = json.loads(content.pop(METADATA).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise DamagedExport(f"{METADATA} is not JSON ({type(e).__name__}: {e})") from None
+        meta = parse_json(content.pop(METADATA), METADATA)
+    except ValueError as e:
+        raise DamagedExport(str(e)) from None
     if not isinstance(meta, dict):
         raise DamagedExport(f"{METADATA} is not a JSON object")
     if meta.get("format") != FORMAT:

@@ -1,8 +1,8 @@
 """`lagnet.load`: a trained run as control-ready `Dynamics`, without the training machinery."""
 
-import json
 import os
 
+from ..config.bounded import read_json
 from ..run.load import load_run
 from .dynamics import Dynamics
 
@@ -21,8 +21,9 @@ def load(
     fallback = None
     if which == "best":
         try:
-            with open(os.path.join(run.path, "summary.json"), encoding="utf-8") as f:
-                fallback = json.load(f).get("fallback")
+            fallback = read_json(os.path.join(run.path, "summary.json"), "a run's summary").get(
+                "fallback"
+            )
         except (OSError, ValueError, AttributeError):
             fallback = None  # an unfinished run has no summary yet
     return Dynamics(run.model, run.integrator, run.dt, fallback)

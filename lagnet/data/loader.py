@@ -222,8 +222,21 @@ def load_trajectories(
         for label, idx in _episodes(cols.episode, rows)
     ]
     if cols.velocities is not None:
+        # On the measured samples: a coarse `resample` would make any velocity look like another's rate.
         _check_velocities(table, cols, trajs)
+    if mapping.resample is not None:
+        trajs = [_resampled(traj, mapping.resample) for traj in trajs]
     return trajs
+
+
+def _resampled(traj: Trajectory, dt: float) -> Trajectory:
+    """`traj` on a uniform grid of step `dt` (`mapping.resample`), in its own storage dtype."""
+    _check_resample(dt, traj)
+    dtype = traj.q.dtype
+    traj = traj.resample(dt)
+    # Interpolation computes in float64; the trajectory keeps the loader's storage dtype.
+    cast = {k: getattr(traj, k).astype(dtype, copy=False) for k in ("q", "qd", "u")}
+    return dataclasses.replace(traj, **cast)
 
 
 # Read velocities are compared with the positions' motion over spans this long (at least one step): long enough
@@ -719,8 +732,8 @@ def _episode_trajectory(
     u_all: Float[np.ndarray, "rows m"],
 ) -> Trajectory:
     """The trajectory of the rows `idx` (episode `label`): angles unwrapped, converted by `conv` (the mapping's
-    conventions), velocities read and converted or derived from the converted positions, resampled if the
-    mapping asks.
+    conventions), velocities read and converted or derived from the converted positions (resampled later, if
+    the mapping asks, `_resampled`).
 
     Checks that the episode has at least 2 rows and that its time increases strictly.
     """
@@ -762,12 +775,6 @@ def _episode_trajectory(
         source=source,
         meta=table.meta,
     )
-    if mapping.resample is not None:
-        _check_resample(mapping.resample, traj)
-        traj = traj.resample(mapping.resample)
-        # Interpolation computes in float64; the trajectory keeps the loader's storage dtype.
-        cast = {k: getattr(traj, k).astype(q.dtype, copy=False) for k in ("q", "qd", "u")}
-        traj = dataclasses.replace(traj, **cast)
     return traj
 
 

@@ -1,10 +1,10 @@
 """`lagnet compare RUN_DIR ...`: several evaluated runs side by side, tables and one figure."""
 
-import json
 import os
 
 import numpy as np
 
+from ..config.bounded import read_json
 from .report import METRICS
 
 
@@ -23,10 +23,9 @@ def load_metrics(run_dir: str, evaluate_missing: bool = True) -> dict:
 
         return evaluate_run(run_dir, plots=False, progress=False)
     try:
-        with open(path) as f:
-            metrics = json.load(f)
+        metrics = read_json(path, "an evaluation's metrics")
         metrics["errors"]["model"]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         raise ValueError(
             f"{path}: not an evaluation's metrics ({type(e).__name__}: {e}); "
             f"evaluate the run again with `lagnet evaluate {run_dir}`"

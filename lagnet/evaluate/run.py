@@ -1,7 +1,6 @@
 """`lagnet evaluate`: window errors at one or several horizons (the paper's Figure 4), the error against the
 horizon, a long rollout (Figure 3) with its physics, figures and a report."""
 
-import json
 import os
 import shutil
 import tempfile
@@ -12,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..config.bounded import read_json
 from ..config.sources import accepts_trust_code
 from ..data.horizons import EvaluationWindows, Horizon, cut_windows, parse_horizon
 from ..models import physics_prior
@@ -242,8 +242,7 @@ def stale_evaluation(run_dir: str, metrics: dict) -> str | None:
 def training_notes(run_dir: str) -> dict:
     """What summary.json says of the physics' identification and of a fallback to the physics, when present."""
     try:
-        with open(os.path.join(run_dir, "summary.json")) as f:
-            summary = json.load(f)
+        summary = read_json(os.path.join(run_dir, "summary.json"), "a run's summary")
     except (OSError, ValueError):
         return {}
     if not isinstance(summary, dict):

@@ -34,10 +34,13 @@ def physical_vector(model: AbstractModel) -> tuple[np.ndarray, np.ndarray, np.nd
     values, lower, upper = [], [], []
     for i in _trained_bounded(model):
         p = nodes[i]
-        v = np.atleast_1d(np.asarray(p.value, float))
-        values.append(v)
-        lower.append(np.full(v.shape, -np.inf if p.lower is None else p.lower))
-        upper.append(np.full(v.shape, np.inf if p.upper is None else p.upper))
+        # Flattened: a matrix parameter (a URDF's body_pos, one row per body) is as many entries of θ.
+        v = np.asarray(p.value, float)
+        values.append(v.ravel())
+        for out, bound, none in ((lower, p.lower, -np.inf), (upper, p.upper, np.inf)):
+            out.append(
+                np.broadcast_to(np.asarray(none if bound is None else bound, float), v.shape).ravel()
+            )
     if not values:
         return np.zeros(0), np.zeros(0), np.zeros(0)
     return np.concatenate(values), np.concatenate(lower), np.concatenate(upper)

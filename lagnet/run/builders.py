@@ -9,6 +9,7 @@ import optax
 
 from .. import parallel
 from ..config import Config, ConfigError
+from ..config.sources import UntrustedCode, received_run
 from ..train.loss import StateLoss
 from .load import load_run
 
@@ -99,6 +100,11 @@ def start_from(run_dir: str, model):
     if not os.path.exists(os.path.join(run_dir, "checkpoints", "best.eqx")):
         raise ConfigError(f"{key}: {run_dir!r} holds no trained run (no checkpoints/best.eqx)")
     try:
-        return model.with_physics_from(load_run(run_dir).model)
+        # The run's own code (a Python system it keeps) runs only with consent naming it (--trust-run).
+        with received_run(run_dir, key):
+            started = load_run(run_dir).model
+        return model.with_physics_from(started)
+    except UntrustedCode:
+        raise
     except ValueError as e:
         raise ConfigError(f"{key}: {run_dir}: {e}") from None

@@ -6,6 +6,7 @@ import json
 import os
 import warnings
 
+from ..config.bounded import read_json
 from .files import load_tree, save_json, save_tree, sha256_file, write_bytes
 
 MANIFEST = "manifest.json"
@@ -36,8 +37,7 @@ def read_manifest(folder: str) -> dict | None:
     """The manifest of a checkpoints folder; None if there is none, a ValueError if it cannot be read."""
     path = os.path.join(folder, MANIFEST)
     try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
+        manifest = read_json(path, MANIFEST)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("states"), list):
             raise ValueError("no list of states")
         for e in manifest["states"]:

@@ -154,7 +154,18 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
         if ic.method == "least_squares":
             result, horizon = _equation_error(config, prior, trajs), None
         else:
-            windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
+            try:
+                windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
+            except ValueError as e:
+                key = (
+                    "training.horizon (model.identification.horizon: training)"
+                    if ic.horizon == "training"
+                    else "model.identification.horizon"
+                )
+                longest = max((t.n_rows for t in trajs), default=0)
+                raise ConfigError(
+                    f"{key} = {horizon} steps: {e}; the longest training recording has {longest} rows"
+                ) from None
             horizon = windows.k
             result = identify(
                 prior,

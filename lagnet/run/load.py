@@ -8,12 +8,21 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ..config import Config, build_integrator, build_model, build_system, load_config, sources
+from ..config import (
+    Config,
+    ConfigError,
+    build_integrator,
+    build_model,
+    build_system,
+    load_config,
+    sources,
+)
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from ..models.consistency import check_physical
 from .checkpoints import DamagedManifest, check_model_file
 from .files import load_tree
+from .lock import training_holder
 from .spec import RunSpec
 
 CONFIG_FILE = "config.yaml"
@@ -110,6 +119,14 @@ def _load_run(path: str, which: str, dtype: str | None) -> Run:
     spec = RunSpec.read(run_dir)
     check_run_source(run_dir, config, spec)
     check_precision(spec.dtype, f"the run {run_dir}")
+    holder = training_holder(run_dir)
+    if holder is not None:
+        # Checkpoints are written whole (atomically) and committed by the manifest: the newest one is complete.
+        warnings.warn(
+            f"{run_dir} is being trained by {holder}: loading its last complete checkpoint ({which}.eqx as "
+            "saved so far); load it again when the training has ended for the final one",
+            stacklevel=3,
+        )
     folder = os.path.join(run_dir, "checkpoints")
     try:
         # A save cut short by a kill may leave best.eqx/last.eqx behind the committed training state.
@@ -118,12 +135,17 @@ def _load_run(path: str, which: str, dtype: str | None) -> Run:
         )
     except DamagedManifest as e:
         warnings.warn(f"{e}; loading {which}.eqx unchecked", stacklevel=2)
-    model = load_tree(
-        os.path.join(folder, f"{which}.eqx"),
-        model_skeleton(config, jnp.dtype(spec.dtype)),
-    )
+    try:
+        skeleton = model_skeleton(config, jnp.dtype(spec.dtype))
+        integrator = build_integrator(config)
+    except ConfigError as e:
+        if type(e) is not ConfigError or CONFIG_FILE in str(e):
+            raise
+        # A received run's config.yaml may say anything: its errors name the file.
+        raise ConfigError(f"{os.path.join(run_dir, CONFIG_FILE)}: {e}") from None
+    model = load_tree(os.path.join(folder, f"{which}.eqx"), skeleton)
     # A model whose mass matrix is not positive definite somewhere is refused, naming its parameters.
     check_physical(model, f"the run {run_dir} ({which}.eqx)")
     if dtype is not None:
         model = as_dtype(model, jnp.dtype(dtype))
-    return Run(run_dir, config, spec, model, build_integrator(config))
+    return Run(run_dir, config, spec, model, integrator)

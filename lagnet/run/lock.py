@@ -18,6 +18,7 @@ from collections.abc import Callable
 import filelock
 
 from .. import parallel
+from ..config.bounded import read_json
 
 
 class RunInUse(TimeoutError):
@@ -34,13 +35,37 @@ def lock_path(run_dir: str) -> str:
 
 def _holder(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            info = json.load(f)
+        info = read_json(path, "a lock file")
         return (
             f"pid {info['pid']} on host {info['host']}, since {info['started']} ({info['command']})"
         )
     except (OSError, ValueError, KeyError, TypeError):
         return "another process (it has not written its details yet)"
+
+
+def training_holder(run_dir: str) -> str | None:
+    """Who is training into `run_dir` now (the lock's holder, as `RunInUse` names it), or None. Reads only: a
+    shared lock tried on the lock file, never created (a received run's parent may be read-only)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: filelock's locks there are not flock's
+        return None
+    path = lock_path(run_dir)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(path)
+    except OSError:
+        return None
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _missing_parents(folder: str) -> list[str]:
@@ -64,7 +89,19 @@ def run_lock(run_dir: str):
     """
     path = lock_path(run_dir)
     made = _missing_parents(os.path.dirname(path))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # filelock reports a file it cannot create as a lock held by another process (/proc/x, read-only).
+        with open(path, "a"):
+            pass
+    except OSError as e:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise ValueError(
+            f"run directory {run_dir!r} is not writable: its lock file {path} cannot be created "
+            f"({e.strerror or e})"
+        ) from None
     lock = filelock.FileLock(path, timeout=0)
     try:
         lock.acquire()

@@ -2,10 +2,11 @@
 system source it keeps, in `run.json`."""
 
 import dataclasses
-import json
+import math
 import os
 
 from ..config import sources
+from ..config.bounded import read_json
 from .files import save_json, sha256_file
 
 SPEC_FILE = "run.json"
@@ -71,8 +72,7 @@ class RunSpec:
     def read(cls, run_dir: str) -> "RunSpec":
         path = os.path.join(run_dir, SPEC_FILE)
         try:
-            with open(path, encoding="utf-8") as f:
-                raw = json.load(f)
+            raw = read_json(path, SPEC_FILE)
             required = [f.name for f in dataclasses.fields(cls) if f.name != "sources"]
             sources = raw.get("sources")
             if sources is not None and not (
@@ -82,13 +82,29 @@ class RunSpec:
                 raise TypeError(
                     f"'sources' must map file names to SHA-256 strings, got {sources!r}"
                 )
-            return cls(**{name: raw[name] for name in required}, sources=sources)
+            spec = cls(**{name: raw[name] for name in required}, sources=sources)
+            spec._check_types()
+            return spec
         except FileNotFoundError:
             raise FileNotFoundError(
                 f"{run_dir}: no {SPEC_FILE} (not a run directory, or one whose training never started)"
             ) from None
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+        except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{path}: not a valid run spec ({type(e).__name__}: {e})") from None
+
+    def _check_types(self) -> None:
+        """The fields as `save` writes them (a received run.json may hold anything)."""
+        number = isinstance(self.dt, int | float) and not isinstance(self.dt, bool)
+        if not (number and math.isfinite(self.dt) and self.dt > 0):
+            raise TypeError(f"'dt' must be a positive number, got {self.dt!r}")
+        if self.dtype not in ("float32", "float64"):
+            raise TypeError(f"'dtype' must be 'float32' or 'float64', got {self.dtype!r}")
+        if not (isinstance(self.input_history, int) and not isinstance(self.input_history, bool)):
+            raise TypeError(f"'input_history' must be a whole number, got {self.input_history!r}")
+        if self.input_history < 0:
+            raise TypeError(f"'input_history' must be >= 0, got {self.input_history}")
+        if not isinstance(self.lagnet_version, str):
+            raise TypeError(f"'lagnet_version' must be text, got {self.lagnet_version!r}")
 
     def check_source(self, run_dir: str, source_path: str | None) -> None:
         """Refuse a system source file that is not the run's own recorded copy, or whose bytes changed.

@@ -8,6 +8,7 @@ their public names are importable from here too.
 """
 
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -294,15 +295,33 @@ def _fallback(config: Config, setup: _Setup, result) -> str | None:
     return fallback
 
 
-def _summary(config: Config, setup: _Setup, result, seconds, fallback, stuck) -> dict:
+def _epoch_record(run_dir: str, epoch: int) -> dict:
+    """metrics.jsonl's record of `epoch` ({} if none): an epoch run before a resume is not in `fit`'s history."""
+    try:
+        with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by a kill
+                if isinstance(record, dict) and record.get("epoch") == epoch:
+                    return record
+    except OSError:
+        pass
+    return {}
+
+
+def _summary(config: Config, run_dir: str, setup: _Setup, result, seconds, fallback, stuck) -> dict:
     """summary.json's content."""
     select_by = setup.select_by
     params, _ = eqx.partition(result.model, result.model.trainable())
-    # With select_by: final_error the best score is an error; the loss of that epoch is kept here (unknown
-    # when the epoch was run before a resume).
+    # With select_by: final_error the best score is an error; the loss of that epoch is kept here (from
+    # metrics.jsonl when the epoch was run before a resume).
     best_loss = next(
         (r["validation_loss"] for r in result.history if r["epoch"] == result.best_epoch), None
     )
+    if best_loss is None and result.best_epoch >= 0:
+        best_loss = _epoch_record(run_dir, result.best_epoch).get("validation_loss")
     return {
         "name": config.name,
         "model": config.model.type,
@@ -319,6 +338,9 @@ def _summary(config: Config, setup: _Setup, result, seconds, fallback, stuck) ->
         "seconds_train": result.seconds - result.compile_seconds,
         "select_by": select_by,
         "validation_horizon": None if setup.validation is None else setup.validation.k,
+        # The recordings validation (early stopping, checkpoint choice) saw: none means a split of the training
+        # recordings (data.validation_fraction).
+        "validation_recordings": list(config.data.validation),
         "best_score": result.best_loss,
         "stop_reason": result.stop_reason,
         "steps_run": result.steps_run,
@@ -389,7 +411,7 @@ def train_run(
             warnings.warn(f"{config.name}: {bound_message(hit, 'trained')}", stacklevel=3)
     fallback = _fallback(config, setup, result)
     if main:
-        summary = _summary(config, setup, result, seconds, fallback, stuck)
+        summary = _summary(config, run_dir, setup, result, seconds, fallback, stuck)
         save_json(os.path.join(run_dir, "summary.json"), summary)
     # The run keeps its checkpoints either way; a model that is not physical is said, never shipped silently.
     check_physical(

@@ -132,12 +132,23 @@ def generate(
     `duration` overrides every recording's length (for quick checks; the shipped files use the defaults).
     Existing files are a ValueError unless `overwrite`.
     """
+    if duration is not None and not duration > 0:
+        raise ValueError(f"--duration must be > 0 s, got {duration!r}")
     check_overwrite(output_paths(name, out), overwrite)
     gen = GENERATORS[name]
     seed = gen.seed if seed is None else int(seed)
     paths = []
     for stem, (recording, length) in gen.recordings.items():
-        cols, meta = gen.make(seed, recording, length if duration is None else float(duration))
+        try:
+            cols, meta = gen.make(seed, recording, length if duration is None else float(duration))
+        except IndexError:
+            if duration is None:
+                raise
+            # A rig records two samples at least (a velocity is a difference).
+            raise ValueError(
+                f"--duration {duration:g} s is too short to record {name} ({recording}): give a longer "
+                "one (0.05 s records every shipped rig)"
+            ) from None
         meta["command"] = f"lagnet data generate {name} --seed {seed}" + (
             f" --duration {duration:g}" if duration is not None else ""
         )

@@ -152,6 +152,12 @@ class RigidBodyTree(AbstractSystem):
         self.g = as_param(g)
         self.friction = friction
         self.expansion = None
+        if expand is not None and not isinstance(expand, bool):
+            # "yes" or 1 would have read as "never expand" (expand is True fails), silently.
+            raise ValueError(
+                f"expand must be true, false or null (the default: trees of up to three hinges), got "
+                f"{expand!r} (system.params.expand in a config)"
+            )
         if expand is True or (
             expand is None and _expansion.grid_size(self.joint_types) <= _expansion.MAX_GRID
         ):

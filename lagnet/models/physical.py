@@ -39,7 +39,9 @@ def physical_vector(model: AbstractModel) -> tuple[np.ndarray, np.ndarray, np.nd
         values.append(v.ravel())
         for out, bound, none in ((lower, p.lower, -np.inf), (upper, p.upper, np.inf)):
             out.append(
-                np.broadcast_to(np.asarray(none if bound is None else bound, float), v.shape).ravel()
+                np.broadcast_to(
+                    np.asarray(none if bound is None else bound, float), v.shape
+                ).ravel()
             )
     if not values:
         return np.zeros(0), np.zeros(0), np.zeros(0)

@@ -63,16 +63,32 @@ def test_cv_trains_each_fold_and_chooses(tmp_path, capsys):
     printed = capsys.readouterr().out
     with open(out / "cv.json") as f:
         cv = json.load(f)
-    assert cv["horizon"] == "5 steps" and [c["name"] for c in cv["configs"]] == ["pinode", "pure"]
+    # The least-squares refit of the first config's physics is trained per fold as the fair reference.
+    assert cv["horizon"] == "5 steps" and [c["name"] for c in cv["configs"]] == [
+        "pinode",
+        "pure",
+        "least-squares refit",
+    ]
     assert cv["command"] == f"lagnet cv {pinode} {pure} --folds F1,F3 --epochs 1 --out {out}"
     assert cv["date"] and cv["machine"]
+    refit = cv["configs"][2]
+    assert refit["is_reference"] and refit["type"] == "pure_ode"
+    refit_run = load_run(str(out / refit["folder"] / "fold-1"))
+    assert refit_run.config.model.identification.method == "least_squares"
+    for c in cv["configs"][:2]:
+        for f, r in zip(c["folds"], refit["folds"], strict=True):
+            for k in ("model", "physics"):
+                for n in ("theta", "theta_dot"):
+                    assert c["vs_reference"]["folds"][str(f["fold"])][k][n] == pytest.approx(
+                        f["errors"][k][n] / r["errors"]["model"][n], rel=1e-12
+                    )
     for c in cv["configs"]:
         assert [f["fold"] for f in c["folds"]] == [1, 3]
         f1, f3 = c["folds"]
         assert (f1["held_out"], f1["train"], f1["validation"]) == (files[0], [files[2]], [files[1]])
         assert (f3["held_out"], f3["train"], f3["validation"]) == (files[2], [files[1]], [files[0]])
-        assert os.path.exists(out / c["name"] / "fold-1" / "checkpoints" / "best.eqx")
-        assert not os.path.exists(out / c["name"] / "fold-2")
+        assert os.path.exists(out / c["folder"] / "fold-1" / "checkpoints" / "best.eqx")
+        assert not os.path.exists(out / c["folder"] / "fold-2")
         for f in c["folds"]:
             given = f["errors"]["given physics"]
             for k in ("model", "physics"):
@@ -88,7 +104,7 @@ def test_cv_trains_each_fold_and_chooses(tmp_path, capsys):
             assert c["summary"][k]["worst"] == max(
                 r for f in c["folds"] for r in f["ratios"][k].values()
             )
-    pin, pure_c = cv["configs"]
+    pin, pure_c, _ = cv["configs"]
     # One reference per held-out file: both configs are scored on the same windows against the same errors.
     for a, b in zip(pin["folds"], pure_c["folds"], strict=True):
         assert a["errors"]["given physics"] == b["errors"]["given physics"]
@@ -101,17 +117,26 @@ def test_cv_trains_each_fold_and_chooses(tmp_path, capsys):
     errs = window_errors(physics_prior(run.model), run.integrator, cut.windows, (True,))
     end = horizon_errors(errs, cut.ends[0])[1].mean(0)
     assert pin["folds"][1]["errors"]["physics"]["theta"] == pytest.approx(end[0], rel=1e-9)
-    # The choice: the lowest mean; among equal means, physics before network and fewer trained parameters.
+    # The choice: the lowest worst ratio over folds and coordinates, then the lowest mean; among equals,
+    # physics before network and fewer trained parameters.
     ranked = sorted(
-        (c["summary"][k]["mean"], k != "physics", c["trained_parameters"][k], c["name"], k)
+        (
+            c["summary"][k]["worst"],
+            c["summary"][k]["mean"],
+            k != "physics",
+            c["trained_parameters"][k],
+            c["name"],
+            k,
+        )
         for c in cv["configs"]
         for k in c["summary"]
     )
-    assert (cv["choice"]["config"], cv["choice"]["prediction"]) == (ranked[0][3], ranked[0][4])
+    assert (cv["choice"]["config"], cv["choice"]["prediction"]) == (ranked[0][4], ranked[0][5])
     assert not (cv["choice"]["config"] == "pure" and cv["choice"]["prediction"] == "model")
     assert "| 1 (p1.csv) | theta |" in printed and "| 3 (p3.csv) | theta_dot |" in printed
     assert "| mean over folds of the fold's mean |" in printed and "| worst |" in printed
     assert f"Choice: {cv['choice']['config']}, its " in printed
+    assert "/ those of the least-squares refit" in printed and "| mean over folds | theta |" in printed
     assert f"wrote {out}/cv.json" in printed
 
 
@@ -174,6 +199,7 @@ def test_cv_folds_stay_under_out_whatever_the_config_names(tmp_path, recordings,
     before = _snapshot(tmp_path / "elsewhere")
     out = tmp_path / "out" / "cv"
     args = ["cv", *configs, "--folds", "F1", "--epochs", "1", "--out", str(out), "--quiet"]
+    args += ["--reference", "none"]
     assert main(args) == 0, capsys.readouterr().err
     assert _snapshot(tmp_path / "elsewhere") == before
     assert sorted(os.listdir(tmp_path / "out")) == [
@@ -288,14 +314,14 @@ def test_cv_takes_set_names_validation_and_claims_no_identification_for_a_known_
     args = ["cv", known, "--folds", "F1", "--set", "training.learning_rate=0.01", "--out", str(out)]
     assert main(args) == 0
     captured = capsys.readouterr()
+    # The known model's own table claims no identification (the refit's table, its reference, is a fit).
+    own_table = captured.out.split("least-squares refit (")[0]
     assert (
         "held out pendulum_bench_day_one_run_1.csv, validated on pendulum_bench_day_one_run_2.csv"
         in (captured.err)
     )
-    assert "| 1 (1) | theta |" in captured.out  # the recording's name without what all share
-    assert (
-        "| trained model | physics |" in captured.out and "identified physics" not in captured.out
-    )
+    assert "| 1 (1) | theta |" in own_table  # the recording's name without what all share
+    assert "| trained model | physics |" in own_table and "identified physics" not in own_table
     with open(out / "cv.json") as f:
         cv = json.load(f)
     assert "--set training.learning_rate=0.01" in cv["command"]

@@ -158,7 +158,8 @@ def test_template_and_key_paths_cover_every_type():
 
 def test_a_run_saved_with_every_model_key_still_loads(tmp_path):
     """A run folder's config.yaml from before the sections were per type holds every model key: reading the run
-    drops those of other types; the same file given as a config is refused by name."""
+    drops those of other types; the same file given as a config drops them too, with a warning that names
+    them (a config whose model.type was changed is not refused one key at a time)."""
     from lagnet.config import load_config
     from lagnet.run.load import read_config
 
@@ -167,7 +168,13 @@ def test_a_run_saved_with_every_model_key_still_loads(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
     config = read_config(str(tmp_path))
     assert type(config.model) is PinodeModelConfig and config.model.width == 8
-    with pytest.raises(
-        ConfigError, match="read only by model types potential; this model is .pinode."
+    with pytest.warns(
+        UserWarning,
+        match=r"model.type is pinode, which does not read model.dissipation, model.learn_mass: ignored",
     ):
+        assert load_config(tmp_path / "config.yaml").model.width == 8
+    # A key no model type reads is still refused by name.
+    saved["model"]["widht"] = 8
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    with pytest.raises(ConfigError, match="widht"):
         load_config(tmp_path / "config.yaml")

@@ -5,6 +5,7 @@ import dataclasses
 import os
 import re
 import typing
+import warnings
 from collections.abc import Hashable
 
 import yaml
@@ -31,6 +32,17 @@ def load_config(
     for item in overrides:
         apply_override(user, item, source=path)
     check_printable(user, source=path)
+    if isinstance(user, dict) and isinstance(user.get("model"), dict):
+        # A file whose model.type was changed (pinode → pure_ode) keeps keys only the old type reads: dropped
+        # with a word, as `--set model.type=` drops them, rather than refused one at a time.
+        kind = user["model"].get("type", "pinode")
+        dropped = drop_other_types(user["model"], kind)
+        if dropped and not saved:
+            warnings.warn(
+                f"{path}: model.type is {kind}, which does not read model.{', model.'.join(dropped)}: "
+                "ignored (remove them from the file to silence this)",
+                stacklevel=2,
+            )
     config = validate(user, source=path)
     base = os.path.dirname(os.path.abspath(path))
 

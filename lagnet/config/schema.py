@@ -929,13 +929,19 @@ def model_types_reading(key: object) -> tuple[str, ...]:
     return tuple(kind for kind, cls in MODEL_SECTIONS.items() if cls.reads(key))
 
 
-def drop_other_types(model: dict, kind: object) -> None:
-    """Remove from a model mapping, in place, the keys that only other types than `kind` read (a key of no type
-    stays, to be refused by name; an unknown `kind` is left for validation to refuse)."""
+def drop_other_types(model: dict, kind: object) -> list[str]:
+    """Remove from a model mapping, in place, the keys that only other types than `kind` read, and return them
+    (a key of no type stays, to be refused by name; an unknown `kind` is left for validation to refuse)."""
     if kind not in MODEL_SECTIONS:
-        return
-    for name in [k for k in model if (readers := model_types_reading(k)) and kind not in readers]:
+        return []
+    dropped = [
+        k
+        for k in model
+        if isinstance(k, str) and (readers := model_types_reading(k)) and kind not in readers
+    ]
+    for name in dropped:
         del model[name]
+    return dropped
 
 
 def model_fields() -> dict[str, dataclasses.Field]:

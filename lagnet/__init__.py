@@ -15,6 +15,8 @@ from . import parallel as parallel
 from . import run as run
 from . import simulate as simulate
 from . import systems as systems
+from ._errors import DataError as DataError
+from ._errors import LagnetError as LagnetError
 from ._version import __version__ as __version__
 from .config import Config as Config
 from .config import ConfigError as ConfigError
@@ -45,6 +47,7 @@ from .models import AbstractModel as AbstractModel
 from .models import BlackBox as BlackBox
 from .models import InputHistory as InputHistory
 from .models import LearnedPotential as LearnedPotential
+from .models.consistency import NonPhysicalModel as NonPhysicalModel
 from .rollout import RolloutSolution as RolloutSolution
 from .rollout import rollout as rollout
 from .rollout import rollout_solution as rollout_solution
@@ -73,3 +76,11 @@ def __getattr__(name):
     if name == "train_run":
         return importlib.import_module(f"{__name__}.run.training").train_run
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# The names `__getattr__` provides on first use, so that completion (`dir(lagnet)`) finds them too.
+_LAZY = ("DiffraxReference", "train", "evaluate", "fit", "train_run")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

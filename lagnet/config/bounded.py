@@ -14,6 +14,8 @@ import typing
 
 import yaml
 
+from .._errors import FileContentError
+
 # PyYAML's pure-Python parser reads some 20 000 values a second on a fast core: these keep any config or run
 # file well under a second (a shipped config has under 200 values and 4 KiB).
 MAX_YAML_BYTES = 128 * 1024
@@ -36,7 +38,7 @@ def read_bytes(path: str, limit: int, what: str) -> bytes:
     with open(path, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise ValueError(
+        raise FileContentError(
             f"{path}: larger than {limit // 1024} KiB, the most lagnet reads as {what}; "
             "is it the right file?"
         )
@@ -146,7 +148,7 @@ def _check_depth(value, where: str) -> None:
     while stack:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise ValueError(
+            raise FileContentError(
                 f"{where}: nested deeper than {MAX_DEPTH} levels (the most lagnet reads)"
             )
         if isinstance(item, dict):
@@ -162,14 +164,16 @@ def parse_json(data: bytes | str, where: str):
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         value = json.loads(text)
     except UnicodeDecodeError as e:
-        raise ValueError(f"{where}: not a UTF-8 text file ({e.reason} at byte {e.start})") from None
+        raise FileContentError(
+            f"{where}: not a UTF-8 text file ({e.reason} at byte {e.start})"
+        ) from None
     except RecursionError:
-        raise ValueError(
+        raise FileContentError(
             f"{where}: nested deeper than {MAX_DEPTH} levels (the most lagnet reads)"
         ) from None
     except ValueError as e:
         # json.JSONDecodeError, or an integer of more than 4300 digits.
-        raise ValueError(f"{where}: not valid JSON ({e})") from None
+        raise FileContentError(f"{where}: not valid JSON ({e})") from None
     _check_depth(value, where)
     return value
 
@@ -183,5 +187,5 @@ def read_json(path: str | os.PathLike, what: str = "a JSON file"):
     except (FileNotFoundError, ValueError):
         raise
     except OSError as e:
-        raise ValueError(f"{path}: cannot be read: {e.strerror or e}") from None
+        raise FileContentError(f"{path}: cannot be read: {e.strerror or e}") from None
     return parse_json(data, path)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from .._errors import LagnetError
 from ..config.bounded import read_json
 from ..integrators import RK4
 from ..simulate import CartPoleRig, closed_loop, rig_sampler, run_controller
@@ -88,7 +89,7 @@ def upright_lqr(dyn: Dynamics, spread=SPREAD) -> tuple[np.ndarray, np.ndarray, n
     return k, np.asarray(x_eq), np.asarray(u_eq)
 
 
-class NoLQR(ValueError):
+class NoLQR(LagnetError, ValueError):
     """The model's linearisation at upright admits no LQR (the Riccati equation has no stabilising solution)."""
 
 

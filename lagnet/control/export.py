@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._errors import LagnetError
 from .._version import __version__
 from ..config.bounded import parse_json
 from ..run.files import atomic_write, writable_folder
@@ -53,7 +54,7 @@ PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 MAX_MEMBER_BYTES = 1 << 30
 
 
-class DamagedExport(ValueError):
+class DamagedExport(LagnetError, ValueError):
     """An export archive that cannot be trusted to be what `lagnet export` wrote: truncated, edited or not one."""
 
 

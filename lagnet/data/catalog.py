@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._errors import DataError
 from ..systems import CartPole, DoublePendulum, Pendulum
 from ..systems.base import AbstractSystem
 from .loader import load_trajectories
@@ -210,7 +211,7 @@ def dataset_path(name: str) -> Path:
 def _spec(name: str) -> DatasetSpec:
     specs = _specs()
     if name not in specs:
-        raise ValueError(f"unknown dataset {name!r}; shipped datasets: {', '.join(specs)}")
+        raise DataError(f"unknown dataset {name!r}; shipped datasets: {', '.join(specs)}")
     return specs[name]
 
 

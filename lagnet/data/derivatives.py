@@ -32,6 +32,8 @@ from statistics import NormalDist
 import numpy as np
 from jaxtyping import Float
 
+from .._errors import DataError
+
 # A few tens of milliseconds: averages out sensor noise at hundreds of Hz, and is three samples (plain central
 # differences) at the 50–100 Hz of the simulated data sets (five samples at 100 Hz would span 40 ms).
 DEFAULT_WINDOW = 0.03
@@ -44,7 +46,7 @@ def window_half_width(t: Float[np.ndarray, " rows"], window: float) -> int:
     """The largest k whose 2k + 1 samples span at most `window` seconds at the median step of `t` (at least 1:
     three samples)."""
     if not window > 0:
-        raise ValueError(f"the derivative window must be > 0 s, got {window}")
+        raise DataError(f"the derivative window must be > 0 s, got {window}")
     step = float(np.median(np.diff(t)))
     return max(1, int(np.floor(window / (2 * step) * (1 + 1e-9))))
 
@@ -65,19 +67,19 @@ def smoothed_derivative(
     t = np.asarray(t, float)
     n_rows = t.shape[0]
     if y.shape[0] != n_rows:
-        raise ValueError(f"y has {y.shape[0]} rows but t has {n_rows}")
+        raise DataError(f"y has {y.shape[0]} rows but t has {n_rows}")
     if n_rows < 2:
-        raise ValueError(f"a derivative needs at least 2 samples, got {n_rows}")
+        raise DataError(f"a derivative needs at least 2 samples, got {n_rows}")
     if np.any(np.diff(t) <= 0):
-        raise ValueError("the time stamps must be strictly increasing")
+        raise DataError("the time stamps must be strictly increasing")
     if degree < 1:
-        raise ValueError(f"the polynomial degree must be ≥ 1, got {degree}")
+        raise DataError(f"the polynomial degree must be ≥ 1, got {degree}")
     if half_width is None:
         if window is None:
-            raise ValueError("give the window in seconds (window) or in samples (half_width)")
+            raise DataError("give the window in seconds (window) or in samples (half_width)")
         half_width = window_half_width(t, window)
     if half_width < 1:
-        raise ValueError(f"half_width must be ≥ 1, got {half_width}")
+        raise DataError(f"half_width must be ≥ 1, got {half_width}")
     width = min(2 * half_width + 1, n_rows)
     degree = min(degree, width - 1)
 
@@ -129,7 +131,7 @@ def robust_spread(
     insensitive to up to `trim` (2.5 %) outliers even all on one side, and still sees a force that acts on
     more samples than that."""
     if not 0 <= trim < 0.5:
-        raise ValueError(f"trim must be in [0, 0.5), got {trim}")
+        raise DataError(f"trim must be in [0, 0.5), got {trim}")
     x = np.asarray(x, float)
     n_rows = x.shape[0]
     cut = int(np.floor(trim * n_rows))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from .._errors import DataError
 from .trajectory import Trajectory
 from .windows import Window
 
@@ -44,17 +45,17 @@ class Horizon:
 def parse_horizon(text: str | int | float, what: str = "horizon") -> Horizon:
     """'0.5s', '0.5 s', '500ms' → seconds; '250', '250 steps', 250 → steps."""
     if isinstance(text, bool):
-        raise ValueError(f"{what}: expected seconds ('0.5s') or steps ('250'), got {text!r}")
+        raise DataError(f"{what}: expected seconds ('0.5s') or steps ('250'), got {text!r}")
     if isinstance(text, int):
         value, unit = float(text), "steps"
     elif isinstance(text, float):
-        raise ValueError(
+        raise DataError(
             f"{what}: {text!r} is ambiguous: write '{text:g}s' for seconds or an integer for steps"
         )
     else:
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|steps?)?\s*", str(text))
         if m is None:
-            raise ValueError(
+            raise DataError(
                 f"{what}: {text!r} is not a horizon: write seconds ('0.5s', '500ms') or steps ('250')"
             )
         number, suffix = float(m.group(1)), m.group(2) or "steps"
@@ -62,10 +63,10 @@ def parse_horizon(text: str | int | float, what: str = "horizon") -> Horizon:
             value, unit = number * _SECONDS[suffix], "s"
         else:
             if number != int(number):
-                raise ValueError(f"{what}: {text!r}: a number of steps must be an integer")
+                raise DataError(f"{what}: {text!r}: a number of steps must be an integer")
             value, unit = number, "steps"
     if value <= 0:
-        raise ValueError(f"{what}: {text!r} must be positive")
+        raise DataError(f"{what}: {text!r} must be positive")
     return Horizon(value, unit)
 
 
@@ -124,10 +125,10 @@ def cut_windows(
         ValueError: no recording is long enough, or a start time has no window (naming the valid range).
     """
     if sum(x is not None for x in (count, stride, start_times)) != 1:
-        raise ValueError("choose the windows by exactly one of count, stride or start times")
+        raise DataError("choose the windows by exactly one of count, stride or start times")
     horizons = list(horizons)
     if not horizons:
-        raise ValueError("at least one horizon is needed")
+        raise DataError("at least one horizon is needed")
     # Every start from which the recording reaches every horizon; the longest decides the window's length.
     candidates, needed = [], {}
     for i, traj in enumerate(trajs):
@@ -137,7 +138,7 @@ def cut_windows(
         candidates += [(i, int(s)) for s in rows[ok]]
         needed |= {(i, int(s)): n for s, n in zip(rows[ok], each[ok], strict=True)}
     if not candidates:
-        raise ValueError(
+        raise DataError(
             f"no evaluation recording is long enough for a horizon of {max(horizons, key=_order).label} "
             f"({', '.join(f'{t.source}: {t.t[-1] - t.t[0]:.3g} s, {t.n_rows} rows' for t in trajs)})"
         )
@@ -213,7 +214,7 @@ def _at_times(trajs, chosen, times):
             if s not in rows:
                 last = traj.t[max(rows)] - traj.t[0] if rows else None
                 where = f"0 … {last:.3f} s" if last is not None else "none: it is too short"
-                raise ValueError(
+                raise DataError(
                     f"{traj.source}: no window reaching the horizon starts at {time:g} s "
                     f"(valid start times: {where})"
                 )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float, Int, Shaped
 
+from .._errors import DataError
 from ..systems.base import AbstractSystem
 from .angles import unwrap_into
 from .formats import CSVFormat, format_for, reading_progress
@@ -49,14 +50,14 @@ def _read(path: str, dtype=None, exact=()) -> _Table:
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if os.path.isdir(path):
-        raise ValueError(f"{path}: is a directory, expected a data file (.csv, .csv.gz or .npz)")
+        raise DataError(f"{path}: is a directory, expected a data file (.csv, .csv.gz or .npz)")
     fmt = format_for(path)
     try:
         if dtype is not None and isinstance(fmt, CSVFormat):
             return fmt.read(path, np.dtype(dtype), exact)
         return fmt.read(path)
     except PermissionError as e:
-        raise ValueError(f"{path}: cannot be read ({e.strerror})") from None
+        raise DataError(f"{path}: cannot be read ({e.strerror})") from None
 
 
 def _columns(
@@ -70,13 +71,13 @@ def _columns(
         arr = table.get(names, role)
         arr = arr[:, None] if arr.ndim == 1 else arr
         if width is not None and arr.shape[1] != width:
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: array {names!r} ({role}) has shape {arr.shape}, "
                 f"expected (rows, {width}) for {what}"
             )
         return [arr[:, i] for i in range(arr.shape[1])]
     if width is not None and len(names) != width:
-        raise ValueError(
+        raise DataError(
             f"{table.path}: mapping.{role} lists {len(names)} column(s) {list(names)}, "
             f"expected {width} for {what}"
         )
@@ -87,7 +88,7 @@ def _column(table: _Table, name: str, role: str) -> Shaped[np.ndarray, " _rows"]
     """The 1-D column `name`, or a `ValueError` naming its `role`."""
     arr = table.get(name, role)
     if arr.ndim != 1:
-        raise ValueError(
+        raise DataError(
             f"{table.path}: column {name!r} ({role}) has shape {arr.shape}, expected (rows,)"
         )
     return arr
@@ -106,7 +107,7 @@ def _check_roles(table: _Table, mapping: ColumnMapping) -> None:
         roles.setdefault(table.name(column), []).extend(where)
     twice = {name: where for name, where in roles.items() if len(where) > 1}
     if twice:
-        raise ValueError(
+        raise DataError(
             f"{table.path}: the mapping reads a column for more than one role: "
             + "; ".join(f"{name!r} is {' and '.join(where)}" for name, where in twice.items())
         )
@@ -118,7 +119,7 @@ def _check_units(table: _Table, mapping: ColumnMapping) -> None:
     for column, unit in mapping.units.items():
         name = table.name(column)
         if name not in table.columns:
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: mapping.units names column {column!r}, which the file does not have; "
                 f"the file has columns {sorted(table.columns)}"
             )
@@ -128,7 +129,7 @@ def _check_units(table: _Table, mapping: ColumnMapping) -> None:
             kind,
             factor,
         ):
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: mapping.units.{column} is {unit!r}, but the file declares column "
                 f"{name!r} in {declared!r}; remove the mapping's unit (or correct the file)"
             )
@@ -139,7 +140,7 @@ def _check_finite(table: _Table, name: str, arr: Shaped[np.ndarray, "_rows ..."]
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argmax(bad.reshape(bad.shape[0], -1).any(axis=1)))
-        raise ValueError(f"{table.path}: column {name!r} {table.row(i)} is {arr[i]} (not finite)")
+        raise DataError(f"{table.path}: column {name!r} {table.row(i)} is {arr[i]} (not finite)")
 
 
 def _unit_factor(
@@ -152,7 +153,7 @@ def _unit_factor(
         return 1.0
     kind, factor = parse_unit(declared[name], f"{table.path}: column {name!r}")
     if kind not in allowed:
-        raise ValueError(
+        raise DataError(
             f"{table.path}: column {name!r} has unit {declared[name]!r} ({kind}) but {what} "
             f"needs {' or '.join(allowed)}"
         )
@@ -331,7 +332,7 @@ def _check_velocities(table: _Table, cols: "_Columns", trajs: list[Trajectory]) 
             if other
             else "; check the mapping's column order, the sign and the units (deg vs rad/s, ms vs s)"
         )
-        raise ValueError(
+        raise DataError(
             f"{table.path}: velocity column {cols.velocity_columns[i]!r} is not the rate of position column "
             f"{cols.position_columns[i]!r} (coordinate {cols.coordinate_names[i]!r}): over "
             f"{_VELOCITY_SPAN:g} s spans the position moves {fit[0]:.3g} × the velocity's integral "
@@ -352,7 +353,7 @@ def _check_magnitude(
     big = np.abs(x) > limit
     if big.any():
         i, j = (int(k[0]) for k in np.nonzero(big))
-        raise ValueError(
+        raise DataError(
             f"{table.path}: column {names[j]!r} {table.row(i)} is {x[i, j]:g} (in SI units): too large "
             f"for {np.dtype(dtype).name} training, which squares values (|x| <= {limit:.2g}); a corrupt "
             f"cell?"
@@ -441,7 +442,7 @@ def _angle_flags(
     if angles is not None:
         is_angle = tuple(bool(a) for a in angles)
         if len(is_angle) != len(pos_names):
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: angles has {len(is_angle)} entries for {len(pos_names)} coordinates"
             )
         return is_angle
@@ -524,7 +525,7 @@ def _convention(table: _Table, mapping: ColumnMapping, cols: _Columns) -> _Conve
         offset[i], kind = offset_and_kind(value, f"{table.path}: mapping.offsets.{name}")
         if kind is not None and (kind == "angle") != cols.angles[i]:
             stated = "an angle" if kind == "angle" else "a length"
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: mapping.offsets.{name}: {value!r} is {stated} but coordinate {name!r} is "
                 + ("an angle" if cols.angles[i] else "not an angle")
                 + ("" if cols.angles[i] else " (without a system, give `angles` or an angle unit)")
@@ -534,7 +535,7 @@ def _convention(table: _Table, mapping: ColumnMapping, cols: _Columns) -> _Conve
             i, j = _coordinate(table, cols, name, key), _coordinate(table, cols, ref, key)
             if cols.angles[i] != cols.angles[j]:
                 a, b = (name, ref) if cols.angles[i] else (ref, name)
-                raise ValueError(
+                raise DataError(
                     f"{table.path}: mapping.{key}.{name}: coordinate {a!r} is an angle but {b!r} is not; "
                     f"{key} coordinates are both angles or both not"
                 )
@@ -548,7 +549,7 @@ def _coordinate(table: _Table, cols: _Columns, name: str, key: str) -> int:
     names = cols.coordinate_names
     if name in names:
         return names.index(name)
-    raise ValueError(
+    raise DataError(
         f"{table.path}: mapping.{key}: unknown coordinate {name!r}; the coordinates are {list(names)}"
         + _column_hint(cols, name)
     )
@@ -579,7 +580,7 @@ def _signs(
     sign, input_sign = np.ones(len(names)), np.ones(len(inputs))
     for name, s in mapping.sign.items():
         if name in names and name in inputs:
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: mapping.sign.{name}: {name!r} names both a coordinate and an input"
             )
         if name in inputs:
@@ -587,7 +588,7 @@ def _signs(
         elif name in names:
             sign[names.index(name)] = s
         else:
-            raise ValueError(
+            raise DataError(
                 f"{table.path}: mapping.sign: unknown coordinate or input {name!r}; the coordinates are "
                 f"{list(names)}, the inputs {list(inputs)}" + _column_hint(cols, name)
             )
@@ -632,7 +633,7 @@ def _check_rows(table: _Table, mapping: ColumnMapping, cols: _Columns) -> int:
         used[mapping.episode] = cols.episode
     n_rows = {k: v.shape[0] for k, v in used.items()}
     if len(set(n_rows.values())) > 1:
-        raise ValueError(f"{table.path}: columns have different numbers of rows: {n_rows}")
+        raise DataError(f"{table.path}: columns have different numbers of rows: {n_rows}")
     rows = next(iter(n_rows.values()))
     for name, arr in used.items():
         _check_finite(table, name, arr)
@@ -739,7 +740,7 @@ def _episode_trajectory(
     """
     source = f"{table.path} {label}".strip()
     if idx.size < 2:
-        raise ValueError(f"{source}: only {idx.size} row(s); a trajectory needs at least 2")
+        raise DataError(f"{source}: only {idx.size} row(s); a trajectory needs at least 2")
     # An episode of consecutive rows is a view (q_all, qd_all and u_all are the loader's own arrays).
     rows = slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx
     te = t[rows]
@@ -786,12 +787,12 @@ def _check_resample(dt: float, traj: Trajectory) -> None:
     """`mapping.resample` leaves at least 2 samples of the recording and does not multiply them absurdly."""
     rows = int(np.floor(traj.duration / dt + 1e-9)) + 1 if np.isfinite(traj.duration) else 0
     if rows < 2:
-        raise ValueError(
+        raise DataError(
             f"mapping.resample = {dt:g} s is longer than the recording {traj.source} ({traj.duration:.6g} s): "
             "it would leave one sample; give a step shorter than the recording"
         )
     if rows > MAX_UPSAMPLING * traj.n_rows:
-        raise ValueError(
+        raise DataError(
             f"mapping.resample = {dt:g} s would make {rows} samples of the {traj.n_rows} measured in "
             f"{traj.source} (more than {MAX_UPSAMPLING}× finer): give a step near the measured one"
         )
@@ -811,7 +812,7 @@ def _check_time_increases(
     if np.any(bad):
         k = int(np.argmax(bad)) + 1
         name = mapping.time if mapping.time is not None else "dt"
-        raise ValueError(
+        raise DataError(
             f"{table.path}: column {name!r} {table.row(int(idx[k]))}: time {float(te[k])!r} is not after "
             f"the previous row's {float(te[k - 1])!r} (time must increase strictly)"
             + (f" in {label}" if label else "")
@@ -849,7 +850,7 @@ def load_trajectory(
     """The one trajectory in a file; see `load_trajectories` (which also reads files of several episodes)."""
     trajs = load_trajectories(path, mapping, system=system, angles=angles)
     if len(trajs) != 1:
-        raise ValueError(
+        raise DataError(
             f"{path}: holds {len(trajs)} episodes; use load_trajectories to read them all"
         )
     return trajs[0]
@@ -866,12 +867,12 @@ def finite_difference(
     """
     if method == "central":
         if p.shape[0] < 2:
-            raise ValueError(f"central differences need at least 2 rows, got {p.shape[0]}")
+            raise DataError(f"central differences need at least 2 rows, got {p.shape[0]}")
         return np.gradient(p, t, axis=0)
     if method == "backward":
         v = np.diff(p, axis=0) / np.diff(t)[:, None]
         return np.concatenate([v[:1], v], axis=0)
-    raise ValueError(f"finite_difference method must be 'central' or 'backward', got {method!r}")
+    raise DataError(f"finite_difference method must be 'central' or 'backward', got {method!r}")
 
 
 def _column_names(names: tuple[str, ...] | str, width: int) -> list[str]:

@@ -58,6 +58,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._errors import DataError
 from .units import UNITS
 
 DERIVE = ("central", "backward")
@@ -114,7 +115,7 @@ def offset_and_kind(value: Any, where: str) -> tuple[float, str | None]:
         else:
             if math.isfinite(x):
                 return x, None
-    raise ValueError(
+    raise DataError(
         f"{where} must be a number (in SI: rad or m), a multiple of pi ('pi', '-pi', 'pi/2', '-pi/2', '2pi', "
         f"'3*pi/4') or a number with an angle or length unit ('180 deg'), got {value!r}"
     )
@@ -130,26 +131,26 @@ def _check_conventions(
     for key, value in zip(CONVENTIONS, (sign, offsets, relative, absolute), strict=True):
         value = {} if value is None else value
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            raise ValueError(f"{where}.{key} must map coordinate names to values, got {value!r}")
+            raise DataError(f"{where}.{key} must map coordinate names to values, got {value!r}")
         out.append(dict(value))
     sign, offsets, relative, absolute = out
     for name, s in sign.items():
         if isinstance(s, bool) or not isinstance(s, int | float) or s not in (1, -1):
-            raise ValueError(f"{where}.sign.{name} must be 1 or -1, got {s!r}")
+            raise DataError(f"{where}.sign.{name} must be 1 or -1, got {s!r}")
     for name, value in offsets.items():
         parse_offset(value, f"{where}.offsets.{name}")
     for key, refs in (("relative", relative), ("absolute", absolute)):
         for name, ref in refs.items():
             if not isinstance(ref, str):
-                raise ValueError(
+                raise DataError(
                     f"{where}.{key}.{name} must name a coordinate ({name} {key} to which one?), "
                     f"got {ref!r}"
                 )
             if ref == name:
-                raise ValueError(f"{where}.{key}.{name}: a coordinate cannot be {key} to itself")
+                raise DataError(f"{where}.{key}.{name}: a coordinate cannot be {key} to itself")
     both = sorted(set(relative) & set(absolute))
     if both:
-        raise ValueError(
+        raise DataError(
             f"{where}: coordinate(s) {both} are in both relative and absolute (each is recorded one way)"
         )
     for name in absolute:
@@ -157,7 +158,7 @@ def _check_conventions(
         while chain[-1] in absolute:
             chain.append(absolute[chain[-1]])
             if chain[-1] in chain[:-1]:
-                raise ValueError(
+                raise DataError(
                     f"{where}.absolute.{name}: the references form a cycle {' → '.join(chain)}"
                 )
     return sign, offsets, relative, absolute
@@ -166,9 +167,9 @@ def _check_conventions(
 def _seconds(value: Any, key: str, where: str) -> float:
     """`value` as a finite number of seconds; a `ValueError` naming `where.key` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{where}.{key} must be a finite number (a step in s), got {value!r}")
+        raise DataError(f"{where}.{key} must be a finite number (a step in s), got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where}.{key} must be a finite number (a step in s), got {value!r}")
+        raise DataError(f"{where}.{key} must be a finite number (a step in s), got {value!r}")
     return float(value)
 
 
@@ -178,7 +179,7 @@ def _names(value: Any, key: str, where: str) -> tuple[str, ...] | str:
         return value
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise ValueError(f"{where}.{key} must be a column name or a list of names, got {value!r}")
+    raise DataError(f"{where}.{key} must be a column name or a list of names, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,22 +213,22 @@ class ColumnMapping:
     def __post_init__(self) -> None:
         _check_conventions(self.sign, self.offsets, self.relative, self.absolute, "ColumnMapping")
         if self.time is None and self.dt is None:
-            raise ValueError("ColumnMapping needs a time column (`time`) or a fixed step (`dt`)")
+            raise DataError("ColumnMapping needs a time column (`time`) or a fixed step (`dt`)")
         if self.time is not None and self.dt is not None:
-            raise ValueError(
+            raise DataError(
                 f"ColumnMapping takes a time column or a fixed step, not both "
                 f"(time={self.time!r}, dt={self.dt!r})"
             )
         if self.dt is not None and not self.dt > 0:
-            raise ValueError(f"ColumnMapping.dt must be > 0, got {self.dt!r}")
+            raise DataError(f"ColumnMapping.dt must be > 0, got {self.dt!r}")
         if self.resample is not None and not self.resample > 0:
-            raise ValueError(
+            raise DataError(
                 f"ColumnMapping.resample must be > 0 (a step in s), got {self.resample!r}"
             )
         if self.derive_velocities:
             return
         if isinstance(self.velocities, str) and isinstance(self.positions, tuple):
-            raise ValueError(
+            raise DataError(
                 f"ColumnMapping.velocities must be columns (one per position) or one of {DERIVE}, "
                 f"got {self.velocities!r}"
             )
@@ -262,12 +263,12 @@ class ColumnMapping:
     def from_dict(cls, d: Mapping[str, Any], where: str = "mapping") -> "ColumnMapping":
         """From a config dict; `where` names it in errors (e.g. "configs/cartpole.yaml: data.mapping")."""
         if not isinstance(d, Mapping):
-            raise ValueError(f"{where} must be a mapping of keys {_KEYS}, got {type(d).__name__}")
+            raise DataError(f"{where} must be a mapping of keys {_KEYS}, got {type(d).__name__}")
         unknown = sorted(set(d) - set(_KEYS))
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; expected some of {list(_KEYS)}")
+            raise DataError(f"{where}: unknown key(s) {unknown}; expected some of {list(_KEYS)}")
         if "positions" not in d:
-            raise ValueError(f"{where}.positions is required (the columns of q)")
+            raise DataError(f"{where}.positions is required (the columns of q)")
         kwargs: dict[str, Any] = {"positions": _names(d["positions"], "positions", where)}
         if "velocities" in d:
             kwargs["velocities"] = _names(d["velocities"], "velocities", where)
@@ -276,7 +277,7 @@ class ColumnMapping:
         for key in ("time", "episode"):
             if key in d:
                 if d[key] is not None and not isinstance(d[key], str):
-                    raise ValueError(f"{where}.{key} must be a column name, got {d[key]!r}")
+                    raise DataError(f"{where}.{key} must be a column name, got {d[key]!r}")
                 kwargs[key] = d[key]
         if d.get("dt") is not None:
             kwargs["dt"] = _seconds(d["dt"], "dt", where)
@@ -286,13 +287,13 @@ class ColumnMapping:
             if not isinstance(units, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in units.items()
             ):
-                raise ValueError(
+                raise DataError(
                     f"{where}.units must map column names to unit strings, got {units!r}"
                 )
             kwargs["units"] = dict(units)
         if "unwrap" in d:
             if not isinstance(d["unwrap"], bool):
-                raise ValueError(f"{where}.unwrap must be true or false, got {d['unwrap']!r}")
+                raise DataError(f"{where}.unwrap must be true or false, got {d['unwrap']!r}")
             kwargs["unwrap"] = d["unwrap"]
         if d.get("resample") is not None:
             kwargs["resample"] = _seconds(d["resample"], "resample", where)
@@ -303,7 +304,7 @@ class ColumnMapping:
         try:
             return cls(**kwargs)
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
+            raise DataError(f"{where}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form (round-trips through `from_dict`)."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import DataError
 from .loader import META_KEY
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest zip time stamp; np.savez would write the current time
@@ -21,7 +22,7 @@ def write_npz(
     The same arrays and metadata give the same bytes, so a regenerated `data/` can be compared by hash.
     """
     if META_KEY in columns:
-        raise ValueError(f"column name {META_KEY!r} is reserved for the metadata")
+        raise DataError(f"column name {META_KEY!r} is reserved for the metadata")
     entries = dict(sorted(columns.items()))
     entries[META_KEY] = np.array(json.dumps(meta, sort_keys=True, indent=1))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -5,6 +5,8 @@ from typing import Any
 import numpy as np
 from jaxtyping import Shaped
 
+from .._errors import DataError
+
 # The NPZ array that holds a file's metadata (JSON), not a column.
 META_KEY = "meta"
 
@@ -44,7 +46,7 @@ class Table:
         """The column `name` (1-D, or a 2-D NPZ array); a `ValueError` naming its `role` if there is none."""
         name = self.name(name)
         if name not in self.columns:
-            raise ValueError(
+            raise DataError(
                 f"{self.path}: column {name!r} ({role}) not found; "
                 f"the file has columns {sorted(self.columns)}"
             )

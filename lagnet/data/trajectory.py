@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import DataError
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Trajectory:
@@ -47,12 +49,12 @@ class Trajectory:
             ("u", self.u, len(self.input_names)),
         ):
             if arr.shape != (n_rows, width):
-                raise ValueError(
+                raise DataError(
                     f"Trajectory.{name} must have shape ({n_rows}, {width}), got {arr.shape} "
                     f"({self.source or 'no source'})"
                 )
         if len(self.angles) != n:
-            raise ValueError(f"Trajectory.angles must have {n} entries, got {len(self.angles)}")
+            raise DataError(f"Trajectory.angles must have {n} entries, got {len(self.angles)}")
 
     @property
     def n_rows(self) -> int:
@@ -96,7 +98,7 @@ class Trajectory:
         method needs a fixed step.
         """
         if not dt > 0:
-            raise ValueError(f"resample dt must be > 0, got {dt} ({self.source})")
+            raise DataError(f"resample dt must be > 0, got {dt} ({self.source})")
         t_new = self.t[0] + dt * np.arange(int(np.floor(self.duration / dt + 1e-9)) + 1)
 
         def interp(x):

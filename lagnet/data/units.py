@@ -2,6 +2,8 @@
 
 import math
 
+from .._errors import DataError
+
 # unit -> (kind, factor to SI)
 UNITS: dict[str, tuple[str, float]] = {
     "s": ("time", 1.0),
@@ -33,6 +35,6 @@ def parse_unit(unit: str, where: str) -> tuple[str, float]:
     try:
         return UNITS[unit]
     except KeyError:
-        raise ValueError(
+        raise DataError(
             f"{where}: unknown unit {unit!r}; known units: {', '.join(UNITS)}"
         ) from None

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
+from .._errors import DataError
 from .trajectory import Trajectory
 
 
@@ -81,9 +82,7 @@ def _check_fractions(fractions: Mapping[str, float]) -> tuple[list[str], np.ndar
     names = list(fractions)
     w = np.asarray([float(fractions[k]) for k in names])
     if not names or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
-        raise ValueError(
-            f"split fractions must be non-negative and sum to 1, got {dict(fractions)}"
-        )
+        raise DataError(f"split fractions must be non-negative and sum to 1, got {dict(fractions)}")
     return names, w
 
 
@@ -148,11 +147,11 @@ class WindowDataset(eqx.Module):
         (`lagnet.train.loss.FirstSteps`) and does not score.
         """
         if self.count is not None:
-            raise ValueError("this WindowDataset is already padded")
+            raise DataError("this WindowDataset is already padded")
         n = len(self)
         need = self.q.shape[0] - self.k + k  # the last window's start + k + 1
         if k < self.k or windows < n or rows < need:
-            raise ValueError(
+            raise DataError(
                 f"cannot pad {n} windows of {self.k} steps in {self.q.shape[0]} rows to {windows} windows of "
                 f"{k} steps in {rows} rows (needs at least {n} windows, {self.k} steps, {need} rows)"
             )
@@ -208,7 +207,7 @@ class WindowDataset(eqx.Module):
         """
         n = len(self)
         if not 0 < batch_size:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise DataError(f"batch_size must be positive, got {batch_size}")
         # One sort by random 32-bit keys, the round that `jax.random.permutation` repeats to make ties rarer (two
         # rounds at 20 000 windows): a tie keeps two windows in their order, which a mini-batch order does not
         # feel, and one round is 28 fewer kernels to compile in `fit`'s epoch program.
@@ -224,7 +223,7 @@ class WindowDataset(eqx.Module):
         if drop_last:
             n_batches = n // batch_size
             if n_batches == 0:
-                raise ValueError(
+                raise DataError(
                     f"batch_size={batch_size} is more than the {n} windows; "
                     f"use a smaller batch or drop_last=False"
                 )
@@ -246,13 +245,13 @@ def _window_starts(trajs, k: int, stride: int, skip_short: bool):
         if traj.n_rows < k + 1:
             if skip_short:
                 continue
-            raise ValueError(
+            raise DataError(
                 f"{traj.source}: {traj.n_rows} rows, too few for a window of k={k} steps "
                 f"(needs at least {k + 1})"
             )
         out.append((i, traj, np.arange(0, traj.n_rows - k, stride)))
     if not out:
-        raise ValueError(f"no trajectory has the k + 1 = {k + 1} rows a window needs")
+        raise DataError(f"no trajectory has the k + 1 = {k + 1} rows a window needs")
     return out
 
 
@@ -278,16 +277,16 @@ def make_windows(
         ValueError: a trajectory has fewer than k + 1 rows (naming it), unless `skip_short`; or none is left.
     """
     if not isinstance(k, int) or k < 1:
-        raise ValueError(f"window length k must be a positive integer, got {k!r}")
+        raise DataError(f"window length k must be a positive integer, got {k!r}")
     if not isinstance(stride, int) or stride < 1:
-        raise ValueError(f"window stride must be a positive integer, got {stride!r}")
+        raise DataError(f"window stride must be a positive integer, got {stride!r}")
     trajs = [trajectories] if isinstance(trajectories, Trajectory) else list(trajectories)
     if not trajs:
-        raise ValueError("make_windows needs at least one trajectory")
+        raise DataError("make_windows needs at least one trajectory")
     first = trajs[0]
     for traj in trajs[1:]:
         if traj.coordinate_names != first.coordinate_names or traj.input_names != first.input_names:
-            raise ValueError(
+            raise DataError(
                 f"{traj.source}: coordinates {traj.coordinate_names} / inputs {traj.input_names} differ "
                 f"from {first.source}'s {first.coordinate_names} / {first.input_names}"
             )

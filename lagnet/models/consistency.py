@@ -12,11 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._errors import LagnetError
 from ..systems.parameters import bounded_leaves
 from .base import AbstractModel
 
 
-class NonPhysicalModel(ValueError):
+class NonPhysicalModel(LagnetError, ValueError):
     """A model whose mass matrix is not positive definite somewhere: the message names its parameters."""
 
 

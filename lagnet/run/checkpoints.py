@@ -6,13 +6,14 @@ import json
 import os
 import warnings
 
+from .._errors import LagnetError, RunFolderError
 from ..config.bounded import read_json
 from .files import load_tree, save_json, save_tree, sha256_file, write_bytes
 
 MANIFEST = "manifest.json"
 
 
-class DamagedManifest(ValueError):
+class DamagedManifest(LagnetError, ValueError):
     """manifest.json cannot be read: which state is the newest complete one, and whose, is unknown."""
 
 
@@ -39,10 +40,10 @@ def read_manifest(folder: str) -> dict | None:
     try:
         manifest = read_json(path, MANIFEST)
         if not isinstance(manifest, dict) or not isinstance(manifest.get("states"), list):
-            raise ValueError("no list of states")
+            raise RunFolderError("no list of states")
         for e in manifest["states"]:
             if not (isinstance(e.get("file"), str) and isinstance(e.get("epoch"), int)):
-                raise ValueError(f"malformed entry {e!r}")
+                raise RunFolderError(f"malformed entry {e!r}")
         return manifest
     except FileNotFoundError:
         return None
@@ -76,13 +77,15 @@ class Checkpoints:
             return
         before = manifest.get("identity")
         if before is None:
-            raise ValueError(
+            raise RunFolderError(
                 f"cannot resume {what}: its checkpoints do not record which config and data wrote them "
                 "(an older lagnet); retrain with --overwrite"
             )
         diff = differences(self.identity, before)
         if diff:
-            raise ValueError(f"cannot resume {what} with a different config: " + "; ".join(diff))
+            raise RunFolderError(
+                f"cannot resume {what} with a different config: " + "; ".join(diff)
+            )
 
     def save(self, state, epoch: int, models: dict[str, tuple[bytes, int]]) -> None:
         """Commit `state` (of `epoch`) and `models` (file name → (serialised model, its epoch)) as one step."""
@@ -132,7 +135,7 @@ class Checkpoints:
             except (ValueError, FileNotFoundError) as err:
                 errors.append(str(err))
         if errors:
-            raise ValueError("no training state could be loaded: " + "; ".join(errors))
+            raise RunFolderError("no training state could be loaded: " + "; ".join(errors))
         return None
 
 
@@ -149,7 +152,7 @@ def check_model_file(folder: str, file: str, *, finished: bool) -> None:
         return
     path = os.path.join(folder, file)
     if finished:
-        raise ValueError(
+        raise RunFolderError(
             f"{path} is not the model of the run's final training state (epoch {record['epoch']}, by the "
             "SHA-256 in manifest.json): it was replaced after training"
         )

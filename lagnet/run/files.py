@@ -15,6 +15,8 @@ import equinox as eqx
 import jax
 import yaml
 
+from .._errors import RunFolderError
+
 TMP_PREFIX = ".tmp-"
 
 
@@ -61,7 +63,7 @@ def writable_folder(path: str) -> str:
     while not os.path.exists(folder):
         folder = os.path.dirname(folder)
     if not os.path.isdir(folder):
-        raise ValueError(f"{folder} is a file, not a folder")
+        raise RunFolderError(f"{folder} is a file, not a folder")
     with tempfile.TemporaryFile(dir=folder) as f:
         f.write(b"0" * 4096)
         f.flush()
@@ -121,7 +123,7 @@ def load_tree(path: str, like):
     except FileNotFoundError:
         raise FileNotFoundError(f"checkpoint not found: {path}") from None
     except (RuntimeError, ValueError, EOFError, OSError) as e:
-        raise ValueError(
+        raise RunFolderError(
             f"{path}: cannot be loaded into this model ({type(e).__name__}: {e}); "
             "it is truncated or was written by a different model/config"
         ) from None

@@ -7,6 +7,7 @@ import os
 import shutil
 import warnings
 
+from .._errors import RunFolderError
 from ..config import Config, ConfigError
 from ..config.sources import source_file, split_source
 from .files import atomic_write, json_ready, sha256_file, writable_folder
@@ -23,12 +24,12 @@ def check_output_dir(run_dir: str, min_free_bytes: int = 20_000_000) -> None:
     try:
         folder = writable_folder(run_dir)
     except (OSError, ValueError) as e:
-        raise ValueError(
+        raise RunFolderError(
             f"run directory {run_dir!r} is not writable: {getattr(e, 'strerror', None) or e}"
         ) from None
     free = shutil.disk_usage(folder).free
     if free < min_free_bytes:
-        raise ValueError(
+        raise RunFolderError(
             f"run directory {run_dir!r}: only {free / 1e6:.1f} MB free on its disk; "
             f"training needs at least {min_free_bytes / 1e6:.0f} MB for checkpoints"
         )
@@ -129,7 +130,9 @@ def check_run_target(run_dir: str, *, resume: bool, overwrite: bool) -> list[str
     Returns the entries `--overwrite` will remove (only once everything else is checked). Reads only.
     """
     if resume and overwrite:
-        raise ValueError("--resume continues a run and --overwrite replaces it: give one of them")
+        raise RunFolderError(
+            "--resume continues a run and --overwrite replaces it: give one of them"
+        )
     try:
         entries = sorted(os.listdir(run_dir))
     except (FileNotFoundError, NotADirectoryError):
@@ -143,13 +146,13 @@ def check_run_target(run_dir: str, *, resume: bool, overwrite: bool) -> list[str
     if not entries:
         return []
     if not overwrite:
-        raise ValueError(
+        raise RunFolderError(
             f"{run_dir} already holds a run ({', '.join(entries)}): pass --overwrite to replace it (its "
             "checkpoints and evaluation/ are deleted), --resume to continue it, or --out another folder"
         )
     foreign = [e for e in entries if e not in RUN_ENTRIES and not e.startswith(".tmp-")]
     if foreign:
-        raise ValueError(
+        raise RunFolderError(
             f"{run_dir} holds files that lagnet did not write ({', '.join(foreign)}), so --overwrite would "
             "not replace a run: move them away, or choose another --out"
         )

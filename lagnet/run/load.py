@@ -8,6 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from .._errors import RunFolderError
 from ..config import (
     Config,
     ConfigError,
@@ -36,7 +37,7 @@ def as_dtype(tree, dtype):
 def check_precision(dtype: str, what: str) -> None:
     """float64 needs `jax_enable_x64` on before any array is made; say so rather than switch it for the process."""
     if dtype == "float64" and not jax.config.jax_enable_x64:
-        raise ValueError(
+        raise RunFolderError(
             f"{what} is float64, but JAX runs without 64-bit floats: call "
             "`jax.config.update('jax_enable_x64', True)` first (the lagnet CLI does)"
         )

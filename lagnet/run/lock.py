@@ -18,10 +18,11 @@ from collections.abc import Callable
 import filelock
 
 from .. import parallel
+from .._errors import LagnetError, RunFolderError
 from ..config.bounded import read_json
 
 
-class RunInUse(TimeoutError):
+class RunInUse(LagnetError, TimeoutError):
     """Another process is training into the run directory (its holder named in the message)."""
 
 
@@ -98,7 +99,7 @@ def run_lock(run_dir: str):
         for folder in made:
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
-        raise ValueError(
+        raise RunFolderError(
             f"run directory {run_dir!r} is not writable: its lock file {path} cannot be created "
             f"({e.strerror or e})"
         ) from None

@@ -5,6 +5,7 @@ import dataclasses
 import math
 import os
 
+from .._errors import RunFolderError
 from ..config import sources
 from ..config.bounded import read_json
 from .files import save_json, sha256_file
@@ -90,7 +91,9 @@ class RunSpec:
                 f"{run_dir}: no {SPEC_FILE} (not a run directory, or one whose training never started)"
             ) from None
         except (KeyError, TypeError, AttributeError) as e:
-            raise ValueError(f"{path}: not a valid run spec ({type(e).__name__}: {e})") from None
+            raise RunFolderError(
+                f"{path}: not a valid run spec ({type(e).__name__}: {e})"
+            ) from None
 
     def _check_types(self) -> None:
         """The fields as `save` writes them (a received run.json may hold anything)."""
@@ -123,14 +126,14 @@ class RunSpec:
         rel = rel.replace(os.sep, "/")
         if rel not in self.sources:
             recorded = ", ".join(self.sources) or "none"
-            raise ValueError(
+            raise RunFolderError(
                 f"{run_dir}: config.yaml names the system source {source_path}, which is not a file the run "
                 f"recorded in {SPEC_FILE} (recorded: {recorded}); a run loads only the source it was trained "
                 "with"
             )
         digest = sha256_file(source_path)
         if digest != self.sources[rel]:
-            raise ValueError(
+            raise RunFolderError(
                 f"{run_dir}: the system source {rel} "
                 + ("is missing" if digest is None else "changed since training")
                 + f" (its SHA-256 is recorded in {SPEC_FILE}); restore the file the run was trained with, "
@@ -141,7 +144,7 @@ class RunSpec:
         """Refuse a module source that the run did not record, or whose file changed since training."""
         key = f"{MODULE_KEY}{name}"
         if key not in self.sources:
-            raise ValueError(
+            raise RunFolderError(
                 f"{run_dir}: config.yaml names the module {name!r} as its system source, which the run did "
                 f"not record in {SPEC_FILE}; a run loads only the source it was trained with"
             )
@@ -149,7 +152,7 @@ class RunSpec:
         digest = (sha256_file(path) if path else None) or "missing"
         if digest != self.sources[key]:
             where = path or "not found on sys.path"
-            raise ValueError(
+            raise RunFolderError(
                 f"{run_dir}: the system source module {name!r} ({where}) "
                 + ("is missing" if path is None else "changed since training")
                 + f" (its SHA-256 is recorded in {SPEC_FILE}); install the version the run was trained "

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float, Int
 
+from .._errors import LagnetError
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
@@ -52,7 +53,7 @@ def copy_physics(model: AbstractModel, source: AbstractModel) -> AbstractModel:
     return eqx.tree_at(_bounded_nodes, model, nodes)
 
 
-class NonFiniteStart(ValueError):
+class NonFiniteStart(LagnetError, ValueError):
     """The physics an identification starts from has non-finite rollouts: the message names its parameters."""
 
 

@@ -7,8 +7,10 @@ import time
 
 import numpy as np
 
+from .._errors import LagnetError
 
-class TrainingDiverged(RuntimeError):
+
+class TrainingDiverged(LagnetError, RuntimeError):
     """Too many steps had a non-finite loss or gradient."""
 
 

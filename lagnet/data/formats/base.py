@@ -4,6 +4,7 @@ import abc
 
 import equinox as eqx
 
+from ..._errors import DataError
 from ..table import Table
 
 
@@ -41,4 +42,4 @@ def format_for(path: str) -> AbstractFormat:
             return fmt
     known = [s for fmt in reversed(_FORMATS) for s in fmt.suffixes]
     listed = ", ".join(known[:-1]) + f" or {known[-1]}" if len(known) > 1 else "".join(known)
-    raise ValueError(f"{path}: unknown file type; expected {listed}")
+    raise DataError(f"{path}: unknown file type; expected {listed}")

@@ -12,6 +12,7 @@ import zlib
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..._errors import DataError
 from ..table import Table
 from ..units import parse_unit
 from .base import AbstractFormat
@@ -133,7 +134,7 @@ def _numbers(path: str, header: list[str], rows: list[list[str]], out: _Columns)
                 try:
                     float(c)
                 except ValueError:
-                    raise ValueError(
+                    raise DataError(
                         f"{path}: column {name!r} row {first + i} (line {first + i + 2}): "
                         f"cannot read {c!r} as a number"
                     ) from None
@@ -151,7 +152,7 @@ def _check_fits(path: str, name: str, block: np.ndarray, dtype: np.dtype, first:
     big = np.isfinite(block) & (np.abs(block) > np.finfo(dtype).max)
     if big.any():
         i = int(np.argmax(big))
-        raise ValueError(
+        raise DataError(
             f"{path}: column {name!r} row {first + i} (line {first + i + 2}) is {block[i]:g}: too large "
             f"for {dtype.name} training (|x| <= {np.finfo(dtype).max:.2g}); a corrupt cell?"
         )
@@ -161,15 +162,15 @@ def _csv_header(path: str, reader) -> tuple[list[str], dict[str, str], dict[str,
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
-        raise ValueError(f"{path}: empty file (expected a header row of column names)") from None
+        raise DataError(f"{path}: empty file (expected a header row of column names)") from None
     if not any(header):
-        raise ValueError(f"{path}: line 1 is empty (expected a header row of column names)")
+        raise DataError(f"{path}: line 1 is empty (expected a header row of column names)")
     if len(header) == 1:
         _check_delimiter(path, header[0])
     header, units, aliases = _header_units(path, header)
     if len(set(header)) != len(header):
         dup = sorted({h for h in header if header.count(h) > 1})
-        raise ValueError(f"{path}: duplicate column name(s) {dup} in the header")
+        raise DataError(f"{path}: duplicate column name(s) {dup} in the header")
     return header, units, aliases
 
 
@@ -199,7 +200,7 @@ def _read_csv(path: str, dtype=np.float64, exact=()) -> Table:
             if not row:
                 continue
             if len(row) != len(header):
-                raise ValueError(
+                raise DataError(
                     f"{path}: row {(out.n if out else 0) + len(rows)} (line {i + 2}) has {len(row)} "
                     f"fields, the header has {len(header)}"
                 )
@@ -214,14 +215,14 @@ def _read_csv(path: str, dtype=np.float64, exact=()) -> Table:
         bar.update(text.size - bar.n)
     except csv.Error as e:
         # Malformed CSV (a stray carriage return, an unclosed quote): say where, not csv's traceback.
-        raise ValueError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
+        raise DataError(f"{path}: line {reader.line_num}: not valid CSV ({e})") from None
     except _DecodeError as e:
-        raise ValueError(
+        raise DataError(
             f"{path}: not a text (UTF-8) file: byte 0x{e.byte.hex()} at position {e.position} cannot be "
             f"decoded (a binary file, or text saved in another encoding: save it as UTF-8 CSV)"
         ) from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-        raise ValueError(f"{path}: not a valid gzip file ({e})") from None
+        raise DataError(f"{path}: not a valid gzip file ({e})") from None
     finally:
         bar.close()
     return Table(path, out.finish(), {"units": units} if units else {}, csv=True, aliases=aliases)
@@ -239,7 +240,7 @@ def _check_delimiter(path: str, header: str) -> None:
     """Checks that a one-column header is not a whole header separated by something other than commas."""
     for delimiter, name in ((";", "semicolons"), ("\t", "tabs")):
         if delimiter in header:
-            raise ValueError(
+            raise DataError(
                 f"{path}: the header {header!r} is one column: the file is separated by {name}, lagnet "
                 f"reads comma-separated files (with '.' as the decimal point)"
             )

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._errors import DataError
 from ..table import META_KEY, Table
 from .base import AbstractFormat
 
@@ -27,7 +28,7 @@ def _read_npz(path: str) -> Table:
     and is 1-D or 2-D numbers, and that `meta` is a JSON object whose `units` map names to strings.
     """
     if not zipfile.is_zipfile(path):
-        raise ValueError(
+        raise DataError(
             f"{path}: not an NPZ file (not a zip archive: truncated, or another format named .npz)"
         )
     columns = {}
@@ -37,16 +38,16 @@ def _read_npz(path: str) -> Table:
                 columns[name] = f[name]
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
         # A damaged archive, or an object array (which only a pickle could read).
-        raise ValueError(f"{path}: an array cannot be read ({type(e).__name__}: {e})") from None
+        raise DataError(f"{path}: an array cannot be read ({type(e).__name__}: {e})") from None
     meta = _npz_meta(path, columns.pop(META_KEY, None))
     for name, arr in columns.items():
         if arr.ndim not in (1, 2):
-            raise ValueError(
+            raise DataError(
                 f"{path}: array {name!r} has shape {arr.shape}; columns must be 1-D (rows,) "
                 f"or 2-D (rows, width)"
             )
         if arr.dtype.kind not in "iuf":
-            raise ValueError(
+            raise DataError(
                 f"{path}: array {name!r} holds {arr.dtype} values, expected numbers (integers or floats)"
             )
     return Table(path, columns, meta, csv=False)
@@ -59,12 +60,12 @@ def _npz_meta(path: str, raw: np.ndarray | None) -> dict[str, Any]:
     try:
         meta = json.loads(raw.item()) if raw.ndim == 0 and raw.dtype.kind == "U" else None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: array {META_KEY!r} is not valid JSON ({e})") from None
+        raise DataError(f"{path}: array {META_KEY!r} is not valid JSON ({e})") from None
     units = meta.get("units", {}) if isinstance(meta, dict) else None
     if not isinstance(units, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in units.items()
     ):
-        raise ValueError(
+        raise DataError(
             f"{path}: array {META_KEY!r} must hold a JSON object whose 'units' map column names to "
             f"unit strings"
         )

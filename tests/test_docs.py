@@ -290,3 +290,9 @@ def test_notebook_trace_patterns_catch_what_they_name():
         p.search(_prose("`--coordinator host0:1234` at 1:1 scale"))
         for p in NOTEBOOK_TRACES.values()
     )
+
+
+def test_readme_is_at_most_600_words_outside_code():
+    """The README points; the docs explain."""
+    text = re.sub(r"^```.*?^```", "", README.read_text(encoding="utf-8"), flags=re.S | re.M)
+    assert len(text.split()) <= 600

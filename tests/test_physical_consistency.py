@@ -364,3 +364,27 @@ def test_the_evaluation_shows_the_physics_as_given_beside_the_identified(pendulu
     errors = metrics["errors"]
     assert set(errors) >= {"model", PRIOR, GIVEN}
     assert errors[PRIOR]["theta_dot"]["final_mean"] < 0.5 * errors[GIVEN]["theta_dot"]["final_mean"]
+
+
+def test_report_md_names_bound_hits_collapses_and_a_kept_start_on_every_path():
+    from lagnet.evaluate.report import training_lines
+
+    hit = {"name": "friction.viscous.theta", "value": 0.0, "bound": 0.0, "side": "lower"}
+    lines = "\n".join(
+        training_lines(
+            {
+                "identification": {
+                    "method": "solver",
+                    "kept_start": "the fit ended at loss nan, not below the start's 1",
+                    "at_bound": [],
+                    "friction_fit_at_bound": [hit],
+                    "collapsed": [{"name": "friction.coulomb.theta", "start": 2.2e-4, "value": 6e-9}],
+                },
+                "at_bound": [dict(hit, name="parameters.mass", value=0.1, bound=0.1)],
+            }
+        )
+    )
+    assert "kept the starting physics: the fit ended at loss nan" in lines
+    assert "least-squares friction start left on its bound: friction.viscous.theta = 0" in lines
+    assert "friction.coulomb.theta 0.00022 → 6e-09" in lines
+    assert "Training left on a bound: parameters.mass = 0.1 (lower bound 0.1)" in lines

@@ -171,8 +171,26 @@ def coverage_line(metrics: dict) -> str:
     return line
 
 
+def _bounds(hits) -> str:
+    return ", ".join(
+        f"{b.get('name')} = {_number(b.get('value'))} "
+        f"({b['side'] + ' ' if b.get('side') else ''}bound {_number(b.get('bound'))})"
+        for b in hits
+        if isinstance(b, dict)
+    )
+
+
+def _collapses(items) -> str:
+    return ", ".join(
+        f"{c.get('name')} {_number(c.get('start'))} → {_number(c.get('value'))}"
+        for c in items
+        if isinstance(c, dict)
+    )
+
+
 def training_lines(metrics: dict) -> list[str]:
-    """What training reported about the physics (summary.json's `identification` and `fallback`)."""
+    """What training reported about the physics (summary.json's `identification`, its bound hits and collapses
+    on every path, and `fallback`)."""
     lines = []
     ident = metrics.get("identification")
     if isinstance(ident, dict):
@@ -183,19 +201,29 @@ def training_lines(metrics: dict) -> list[str]:
             and isinstance(ident.get("loss"), int | float)
             else ""
         )
+        if ident.get("kept_start"):
+            lines.append(f"- Identification{how} kept the starting physics: {ident['kept_start']}.")
         at_bound = ident.get("at_bound") or []
         if at_bound:
-            listed = ", ".join(
-                f"{b.get('name')} = {_number(b.get('value'))} "
-                f"({b['side'] + ' ' if b.get('side') else ''}bound {_number(b.get('bound'))})"
-                for b in at_bound
-            )
             lines.append(
-                f"- Identification{how}: {loss}physical parameters at a bound: {listed} (the data asks "
-                "for a value beyond it)."
+                f"- Identification{how}: {loss}physical parameters at a bound: {_bounds(at_bound)} (the "
+                "data asks for a value beyond it)."
             )
-        else:
+        elif not ident.get("kept_start"):
             lines.append(f"- Identification{how}: {loss}no physical parameter ended at a bound.")
+        if ident.get("friction_fit_at_bound"):
+            lines.append(
+                "- The least-squares friction start left on its bound: "
+                f"{_bounds(ident['friction_fit_at_bound'])}."
+            )
+        if ident.get("collapsed"):
+            lines.append(
+                f"- Identification collapsed (moved > 1000×): {_collapses(ident['collapsed'])}."
+            )
+    if metrics.get("at_bound"):
+        lines.append(f"- Training left on a bound: {_bounds(metrics['at_bound'])}.")
+    if metrics.get("collapsed"):
+        lines.append(f"- Training collapsed (moved > 1000×): {_collapses(metrics['collapsed'])}.")
     fallback = metrics.get("fallback")
     if fallback:
         lines.append(

@@ -247,7 +247,8 @@ def training_notes(run_dir: str) -> dict:
         return {}
     if not isinstance(summary, dict):
         return {}
-    return {k: summary[k] for k in ("identification", "fallback") if summary.get(k) is not None}
+    keys = ("identification", "fallback", "at_bound", "collapsed")
+    return {k: summary[k] for k in keys if summary.get(k) not in (None, [])}
 
 
 def end_errors(models: dict, integrators, cut: EvaluationWindows) -> dict:

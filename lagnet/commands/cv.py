@@ -426,17 +426,12 @@ def cross_validate(
     from ..data.horizons import parse_horizon
     from ..run import save_json
 
-    configs = [load_config(p, list(overrides)) for p in paths]
-    paths = list(paths)
-    refit = _reference_config(configs, reference_config, overrides)
-    if refit is not None:
-        paths.append(
-            reference_config or f"{REFIT} of {paths[[c.name for c in configs].index(refit[1])]}"
-        )
-        configs.append(refit[0])
+    paths, configs, refit = _with_reference(
+        list(paths), [load_config(p, list(overrides)) for p in paths], reference_config, overrides
+    )
     names = _names(paths, configs)
-    if refit is not None:
-        names[-1] = REFIT if reference_config is None else names[-1]
+    if refit and reference_config is None:
+        names[-1] = REFIT
     folders = _folders(names)
     h = parse_horizon(
         horizon if horizon is not None else configs[0].evaluation.horizon, "--horizon"
@@ -470,7 +465,7 @@ def cross_validate(
                 entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
         _summarise(entry)
         results.append(entry)
-    if refit is not None:
+    if refit:
         results[-1]["is_reference"] = True
         _against_reference(results)
     ranking, choice = _rank(results)
@@ -488,6 +483,15 @@ def cross_validate(
     os.makedirs(out, exist_ok=True)
     save_json(os.path.join(out, "cv.json"), report)
     return report
+
+
+def _with_reference(paths: list, configs: list, given: str | None, overrides):
+    """The paths and configs with the reference config last (`_reference_config`), and whether there is one."""
+    refit = _reference_config(configs, given, overrides)
+    if refit is None:
+        return paths, configs, False
+    refitted = [c.name for c in configs].index(refit[1]) if refit[1] is not None else None
+    return paths + [given or f"{REFIT} of {paths[refitted]}"], configs + [refit[0]], True
 
 
 def _reference_config(configs, given: str | None, overrides):

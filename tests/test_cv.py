@@ -136,7 +136,9 @@ def test_cv_trains_each_fold_and_chooses(tmp_path, capsys):
     assert "| 1 (p1.csv) | theta |" in printed and "| 3 (p3.csv) | theta_dot |" in printed
     assert "| mean over folds of the fold's mean |" in printed and "| worst |" in printed
     assert f"Choice: {cv['choice']['config']}, its " in printed
-    assert "/ those of the least-squares refit" in printed and "| mean over folds | theta |" in printed
+    assert (
+        "/ those of the least-squares refit" in printed and "| mean over folds | theta |" in printed
+    )
     assert f"wrote {out}/cv.json" in printed
 
 

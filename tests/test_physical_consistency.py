@@ -378,7 +378,9 @@ def test_report_md_names_bound_hits_collapses_and_a_kept_start_on_every_path():
                     "kept_start": "the fit ended at loss nan, not below the start's 1",
                     "at_bound": [],
                     "friction_fit_at_bound": [hit],
-                    "collapsed": [{"name": "friction.coulomb.theta", "start": 2.2e-4, "value": 6e-9}],
+                    "collapsed": [
+                        {"name": "friction.coulomb.theta", "start": 2.2e-4, "value": 6e-9}
+                    ],
                 },
                 "at_bound": [dict(hit, name="parameters.mass", value=0.1, bound=0.1)],
             }
@@ -388,3 +390,30 @@ def test_report_md_names_bound_hits_collapses_and_a_kept_start_on_every_path():
     assert "least-squares friction start left on its bound: friction.viscous.theta = 0" in lines
     assert "friction.coulomb.theta 0.00022 → 6e-09" in lines
     assert "Training left on a bound: parameters.mass = 0.1 (lower bound 0.1)" in lines
+
+
+def test_a_robot_trees_learned_inertias_stay_a_rigid_bodys():
+    """The DFKI double pendulum from its URDF with its bodies' masses and principal inertias learned: random
+    values (negative, and far off the triangle inequalities) give bodies whose moments satisfy them, and M(q) ≻ 0
+    on the grid."""
+    from pathlib import Path
+
+    from lagnet.systems import RigidBodyTree
+
+    urdf = (
+        Path(__file__).parent.parent / "data/real/dfki_double_pendulum_A0/model_2.1_pendubot.urdf"
+    )
+    tree = RigidBodyTree.from_urdf(urdf, actuated=("Joint1", "Joint2"))
+    start = PINODE(tree, learn_parameters=("body_mass", "body_inertia"))
+    assert start.parameters["body_mass"].lower > 0
+    rng = np.random.default_rng(1)
+    names = physical_names(start)
+    for _ in range(5):
+        theta = rng.uniform(-1.0, 1.0, len(names)) * np.where(
+            [n.startswith("parameters.body_inertia") for n in names], 0.1, 2.0
+        )
+        model = with_physical_vector(start, jnp.asarray(theta))
+        moments = np.asarray(model.known_system.body_inertia)
+        assert np.all(moments >= 0)
+        assert np.all(moments <= moments.sum(axis=-1, keepdims=True) - moments + 1e-12)
+        assert mass_matrix_violation(model) is None

@@ -19,6 +19,7 @@ import functools
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -68,6 +69,11 @@ class RigidBodyTree(AbstractSystem):
     """
 
     velocity_dependent = True
+    parameter_kinds: ClassVar[dict[str, str]] = {
+        "body_mass": "mass",
+        "body_inertia": "inertia",
+        "armature": "inertia",
+    }
 
     body_pos: Float[Array, "nb 3"]
     body_quat: Float[Array, "nb 4"]
@@ -521,6 +527,15 @@ class RigidBodyTree(AbstractSystem):
     def _rigid_inverse(self, tree, q: Q, qd: QDot, qdd: QDDot) -> jax.Array:
         """M(q) q̈ + C(q, q̇) q̇ + G(q) with the armature, the inertia offset and the springs."""
         return self._bias(tree, q, qd, qdd) + tree["armature"] * qdd + tree["offset"] @ qdd
+
+    def consistent(self) -> "RigidBodyTree":
+        """The tree with each body's principal moments of inertia about its centre of mass brought within the
+        triangle inequalities (a moment above the sum of the other two is lowered to it): with masses > 0 and
+        moments ≥ 0 (their bounds), every body's inertia is then a rigid body's, and M(q) = Σ Jᵀ I J +
+        armature is positive semi-definite whatever values are learned."""
+        moments = jnp.maximum(self.body_inertia, 0.0)
+        total = jnp.sum(moments, axis=-1, keepdims=True)
+        return eqx.tree_at(lambda t: t.body_inertia, self, jnp.minimum(moments, total - moments))
 
     def parameter(self, name: str) -> jax.Array:
         """The array field `name`; an expanded tree's kinematics (`_KINEMATICS`) are fixed in its expansion, so

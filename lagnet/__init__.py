@@ -75,11 +75,13 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.train").fit
     if name == "train_run":
         return importlib.import_module(f"{__name__}.run.training").train_run
+    if name == "cross_validate":
+        return importlib.import_module(f"{__name__}.cross_validation").cross_validate
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The names `__getattr__` provides on first use, so that completion (`dir(lagnet)`) finds them too.
-_LAZY = ("DiffraxReference", "train", "evaluate", "fit", "train_run")
+_LAZY = ("DiffraxReference", "train", "evaluate", "fit", "train_run", "cross_validate")
 
 
 def __dir__():

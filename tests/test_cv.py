@@ -9,7 +9,7 @@ import pytest
 import yaml
 from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
-from lagnet.commands.cv import fold_files, parse_folds
+from lagnet.cross_validation import fold_files, parse_folds
 from lagnet.config import load_config
 from lagnet.data.horizons import cut_windows, parse_horizon
 from lagnet.evaluate.metrics import horizon_errors, window_errors
@@ -189,7 +189,7 @@ def recordings(tmp_path):
 @pytest.mark.attack("run folder", "loss")
 def test_cv_folds_stay_under_out_whatever_the_config_names(tmp_path, recordings, capsys):
     from lagnet.cli import main
-    from lagnet.commands.cv import folder_name
+    from lagnet.cross_validation import folder_name
 
     # A finished run outside --out, which a name may try to reach.
     victim = tmp_path / "elsewhere" / "victim"
@@ -237,7 +237,7 @@ def test_cv_folds_stay_under_out_whatever_the_config_names(tmp_path, recordings,
     ],
 )
 def test_folder_names_are_plain(name, folder):
-    from lagnet.commands.cv import folder_name
+    from lagnet.cross_validation import folder_name
 
     assert folder_name(name) == folder
 
@@ -282,7 +282,7 @@ def test_cv_refuses_a_symlink_out_of_out_and_replaces_no_run_without_overwrite(
 
 
 def test_short_names_keep_what_tells_recordings_apart():
-    from lagnet.commands.cv import short_names
+    from lagnet.cross_validation import short_names
 
     long = [f"/d/sys_id_20220815_trajectory_{i:02d}.csv.gz" for i in (0, 2, 11)]
     assert list(short_names(long).values()) == ["00", "02", "11"]

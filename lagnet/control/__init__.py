@@ -39,6 +39,7 @@ _LAZY = {
         "LQRController",
     ),
     "task_loop": ("run_task", "TaskRun"),
+    "ilqr": ("ILQR", "ILQRController"),
 }
 
 

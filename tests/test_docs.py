@@ -146,6 +146,9 @@ def test_extension_point_table_names_what_exists():
         "system",
         "rig",
         "model type",
+        "plant",
+        "controller",
+        "control task",
     ]
     for point, classes, file, registry, test in rows:
         source = (ROOT / file.strip("`")).read_text(encoding="utf-8")

@@ -20,11 +20,34 @@ from .mpc import ShootingMPC as ShootingMPC
 from .mpc import lqr_terminal_cost as lqr_terminal_cost
 from .mpc import shift as shift
 
+# Loaded when first asked for: plants and tasks import the simulated rigs, which loading a model does not need.
+_LAZY = {
+    "gym_env": ("LearnedModelEnv", "RigEnv"),
+    "plant": (
+        "AbstractPlant",
+        "RigPlant",
+        "SystemPlant",
+        "GymPlant",
+        "FunctionPlant",
+        "PacedPlant",
+    ),
+    "tasks": ("Task", "TaskMismatch", "TASKS", "task"),
+    "controllers": (
+        "AbstractController",
+        "FunctionController",
+        "MemoryController",
+        "LQRController",
+    ),
+    "task_loop": ("run_task", "TaskRun"),
+    "ilqr": ("ILQR", "ILQRController"),
+}
+
 
 def __getattr__(name):
     # Gymnasium is optional: `LearnedModelEnv` is built only when asked for.
-    if name in ("LearnedModelEnv", "RigEnv"):
-        from . import gym_env
+    for module, names in _LAZY.items():
+        if name in names:
+            import importlib
 
-        return getattr(gym_env, name)
+            return getattr(importlib.import_module(f"{__name__}.{module}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,15 +4,19 @@ For a cart-pole model (its known system `CartPole`), against `CartPoleRig` (heav
 end stops, actuator lag and dead time):
 
 - LQR: the discrete LQR of the model linearised at upright (after `trim`: a learned model's residual need not
-  vanish there), from starts up to ±0.4 rad from upright, on the rig (`closed_loop`, compiled, all starts at once);
+  vanish there), from starts up to ±0.4 rad from upright, on the rig;
 - MPC: the swing-up from hanging (`ProjectedMPC`, L-BFGS projected onto |u| ≤ u_max, a fixed budget of cost
-  evaluations per solve), called from Python per 20 ms sample (`run_controller`), with its solve times;
+  evaluations per solve), called from Python per 20 ms sample, with its solve times;
   success: within 0.1 rad of upright over the last 2 s, the cart inside the rail throughout;
 - sanity at the operating points: q̈ at rest upright and hanging with no force (zero for the rig), and the
   linearisation's entries ∂q̈/∂(q, q̇, u) beside the rig's, averaged over small velocities (the rig's smoothed
   Coulomb friction has a slope of hundreds of N s/m exactly at rest, which no closed loop sees).
+
+Both closed loops are the `cartpole-swingup` task run by `run_task` on `RigPlant(rig, sensors=False)`: the
+controllers see the rig's true state, as every result on the control pages was measured.
 """
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -26,11 +30,15 @@ import optax
 from .._errors import LagnetError
 from ..config.bounded import read_json
 from ..integrators import RK4
-from ..simulate import CartPoleRig, closed_loop, rig_sampler, run_controller
+from ..simulate import CartPoleRig
 from ..systems import CartPole
+from .controllers import LQRController, MemoryController
 from .dynamics import Dynamics, linearise_averaged, trim
 from .lqr import dlqr
 from .mpc import ProjectedMPC
+from .plant import RigPlant
+from .task_loop import run_task
+from .tasks import Task, cartpole_swingup
 
 UPRIGHT = np.array([0.0, np.pi, 0.0, 0.0])
 RAIL = (
@@ -51,18 +59,18 @@ def _tilt(phi):
     return jnp.mod(phi, 2 * jnp.pi) - jnp.pi
 
 
+def cartpole_task(rig: CartPoleRig, seconds: float = 5.0, hold: float = HOLD_TIME) -> Task:
+    """The `cartpole-swingup` task on `rig`: its force limit, `seconds` long, held for the last `hold` s (the
+    whole run when shorter)."""
+    return dataclasses.replace(
+        cartpole_swingup(), u_max=rig.force_limit, seconds=seconds, hold=min(hold, seconds)
+    )
+
+
 def held(xs: np.ndarray, dt: float, hold: float = HOLD_TIME) -> np.ndarray | np.bool_:
     """Success per run (xs (..., N + 1, 4)): within HOLD_TOLERANCE of upright for the last `hold` seconds, the
-    cart inside ±RAIL throughout, everything finite."""
-    last = int(round(hold / dt))
-    tilt = np.abs(np.asarray(_tilt(xs[..., 1])))
-    finite = np.all(np.isfinite(xs), axis=(-2, -1))
-    with np.errstate(invalid="ignore"):
-        return (
-            finite
-            & np.all(tilt[..., -last:] < HOLD_TOLERANCE, axis=-1)
-            & np.all(np.abs(xs[..., 0]) < RAIL, axis=-1)
-        )
+    cart inside ±RAIL throughout, everything finite (the `cartpole-swingup` task's test)."""
+    return dataclasses.replace(cartpole_swingup(), hold=hold).success(xs, dt)
 
 
 def upright_lqr(dyn: Dynamics, spread=SPREAD) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -107,35 +115,12 @@ def evaluate_lqr(dyn: Dynamics, rig: CartPoleRig, *, starts: int = 14, seconds: 
         k, x_eq, u_eq = upright_lqr(dyn)
     except NoLQR:
         return 0, None
-    k, x_eq, u_eq = (jnp.asarray(v) for v in (k, x_eq, u_eq))
-    limit = rig.force_limit
-
-    def controller(x, memory, _):
-        err = (x - x_eq).at[1].set(_tilt(x[1]) - _tilt(x_eq[1]))
-        return jnp.clip(u_eq - k @ err, -limit, limit), memory, None
-
-    plant, actuator = rig.plant(), rig.actuator()
-    samples = int(round(seconds / rig.dt))
-
-    @jax.jit
-    def run(x0s):
-        def one(x0):
-            return closed_loop(
-                plant,
-                actuator,
-                controller,
-                None,
-                x0,
-                samples=samples,
-                dt=rig.dt,
-                substeps=rig.substeps,
-                throw=False,
-            ).xs
-
-        return jax.vmap(one)(x0s)
-
-    xs = np.asarray(run(jnp.asarray(lqr_starts(starts))))
-    return int(np.sum(held(xs, rig.dt))), xs
+    task = cartpole_task(rig, seconds)
+    # The true state, as the results so far were measured (`RigPlant(rig)` reads the rig's sensors instead).
+    run = run_task(
+        LQRController(k, task, x_eq, u_eq), RigPlant(rig, sensors=False), task, lqr_starts(starts)
+    )
+    return run.successes, run.xs
 
 
 def swing_up_cost(rig: CartPoleRig):
@@ -292,32 +277,24 @@ def evaluate_mpc(
     holds the pole up) and the runs' states."""
     swing = SwingUp(dyn, rig, **options)
     stage, _ = swing_up_cost(rig)
-    samples = int(round(seconds / rig.dt))
-    sampler = rig_sampler(rig)
-    runs, times, costs = [], [], []
     x0s = swing_up_starts(starts) if x0s is None else np.asarray(x0s)
-    starts = len(x0s)
-    for x0 in x0s:
-        swing.compile(x0)
-        run = run_controller(
-            sampler, swing.controller, swing.memory0, x0, samples=samples, u_limit=swing.u_max
-        )
-        runs.append(run.xs)
-        times.append(run.solve_times[1:])
-        stage_sum = jax.vmap(stage)(jnp.asarray(run.xs[:-1]), jnp.asarray(run.us))
-        costs.append(float(np.sum(np.asarray(stage_sum)) * rig.dt))
-    xs = np.stack(runs)
-    t_ms = 1e3 * np.concatenate(times)
-    t_ms = t_ms[np.isfinite(t_ms)]
+    task = cartpole_task(rig, seconds)
+    controller = MemoryController(swing.controller, swing.memory0, prepare=swing.compile)
+    run = run_task(controller, RigPlant(rig, sensors=False), task, x0s)
+    costs = [
+        float(np.sum(np.asarray(jax.vmap(stage)(jnp.asarray(xs[:-1]), jnp.asarray(us)))) * rig.dt)
+        for xs, us in zip(run.xs, run.us, strict=True)
+    ]
+    median, p99 = run.solve_ms()
     result = {
         "balance": "lqr" if swing.handover else "mpc",
-        "success": int(np.sum(held(xs, rig.dt))),
-        "starts": int(starts),
-        "median_ms": float(np.median(t_ms)),
-        "p99_ms": float(np.percentile(t_ms, 99)),
+        "success": run.successes,
+        "starts": len(x0s),
+        "median_ms": median,
+        "p99_ms": p99,
         "cost": float(np.mean(costs)),
     }
-    return result, xs
+    return result, run.xs
 
 
 ENTRY_NAMES = ("x", "phi")

@@ -55,3 +55,43 @@ def backward_velocity(p: np.ndarray, dt: float | np.ndarray, *, angle: bool = Fa
     """(p_k − p_{k−1}) / dt for k ≥ 1, length N − 1: the rig's online velocity. Angles are unwrapped first."""
     p = unwrap(p) if angle else np.asarray(p, dtype=float)
     return np.diff(p) / dt
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSensors:
+    """What a controller reads of a rig each control period: every coordinate through its sensor, velocities by
+    backward differences of the readings,
+
+        q_meas,k = sensor_i(q_i,k),   q̇_meas,k = (q_meas,k − q_meas,k−1) / dt   (angles: the difference wrapped),
+
+    with the estimate starting at rest (the first reading has no previous one to difference with).
+
+    Attributes:
+        positions: one sensor per coordinate (an `OpticalEncoder`, an `UltrasonicSensor`, anything with
+            `measure(values, rng)`), or None to read that coordinate exactly.
+        angles: per coordinate, whether it is an angle (its differences are wrapped to [−π, π)).
+    """
+
+    positions: tuple
+    angles: tuple[bool, ...]
+
+    def __post_init__(self):
+        if len(self.positions) != len(self.angles):
+            raise ValueError(
+                f"StateSensors: one sensor per coordinate, got {len(self.positions)} sensors for "
+                f"{len(self.angles)} coordinates"
+            )
+
+    def read_positions(self, q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The coordinates (n,) as the sensors read them."""
+        out = np.array(q, dtype=float)
+        for i, sensor in enumerate(self.positions):
+            if sensor is not None:
+                out[i] = sensor.measure(np.asarray(q[i : i + 1], float), rng)[0]
+        return out
+
+    def velocities(self, q_meas: np.ndarray, q_prev: np.ndarray, dt: float) -> np.ndarray:
+        """(q_meas − q_prev) / dt, the differences of angles wrapped (a reading that wrapped around moved little)."""
+        d = q_meas - q_prev
+        wrapped = np.mod(d + np.pi, 2 * np.pi) - np.pi
+        return np.where(np.asarray(self.angles), wrapped, d) / dt

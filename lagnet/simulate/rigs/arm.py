@@ -27,7 +27,7 @@ from ...data.catalog import data_root
 from ...systems.robot import RigidBodyTree
 from ..actuator import Actuator
 from ..plant import Plant
-from ..sensors import OpticalEncoder
+from ..sensors import OpticalEncoder, StateSensors
 from .base import AbstractRig
 from .common import metadata, ou_noise, recording_rng, smoothstep, true_columns
 
@@ -149,6 +149,15 @@ class ArmRig(AbstractRig):
             friction_epsilon=self.epsilon,
         )
         return Plant(system, ())
+
+    def input_limit(self) -> np.ndarray:
+        return np.asarray(self.torque_limit, dtype=float)
+
+    def sensors(self) -> StateSensors:
+        """The joint encoders (unwrapped: the joints turn less than a revolution); velocities by differences
+        over the controller's sample (the recordings difference over the 1 ms servo step instead)."""
+        encoder = OpticalEncoder(self.encoder_counts, wrap_low=None)
+        return StateSensors((encoder,) * 7, (False,) * 7)
 
     def actuator(self) -> Actuator:
         # The drives' torque loops are fast against 100 Hz: the command is applied as given.

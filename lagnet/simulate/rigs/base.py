@@ -17,6 +17,7 @@ from ..._types import Q, QDot
 from ...systems.base import AbstractSystem
 from ..actuator import Actuator
 from ..plant import Plant
+from ..sensors import StateSensors
 from .common import simulate_rig
 
 
@@ -53,6 +54,14 @@ class AbstractRig(eqx.Module):
     @abc.abstractmethod
     def actuator(self) -> Actuator:
         """What turns the hand's command into the applied input (delay, lag, limit)."""
+
+    @abc.abstractmethod
+    def input_limit(self) -> np.ndarray:
+        """(m,) the largest command the drive delivers, per input (a controller's |u| ≤ limit)."""
+
+    @abc.abstractmethod
+    def sensors(self) -> StateSensors:
+        """What a controller reads of the rig each sample: its position sensors, velocities by differences."""
 
     @abc.abstractmethod
     def schedule(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

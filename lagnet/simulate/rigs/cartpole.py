@@ -25,7 +25,7 @@ import numpy as np
 from ...systems import CartPole
 from ..actuator import Actuator
 from ..plant import Plant
-from ..sensors import OpticalEncoder, UltrasonicSensor, backward_velocity
+from ..sensors import OpticalEncoder, StateSensors, UltrasonicSensor, backward_velocity
 from .base import AbstractRig
 from .common import metadata, ou_noise, recording_rng, smoothstep, true_columns
 from .forces import EndStops, StribeckFriction
@@ -156,19 +156,28 @@ class AbstractCartPoleRig(AbstractRig):
             cols.update(true_columns(run, MAPPING))
         return cols, self.recording_metadata(seed=seed, recording=recording, duration=duration)
 
-    def measure(
-        self, run: dict[str, np.ndarray], rng: np.random.Generator
-    ) -> dict[str, np.ndarray]:
-        """The columns of `COLUMNS` as the rig's sensors read a true run (t, q, qd, u_cmd at N + 1 samples):
-        ultrasonic cart position, encoder angle, backward-difference velocities (so the first sample is
-        dropped), the commanded force."""
+    def input_limit(self) -> np.ndarray:
+        return np.array([self.force_limit])
+
+    def sensors(self) -> StateSensors:
+        """The ultrasonic cart position and the pole's encoder, wrapped to [0, 2π)."""
         ultrasonic = UltrasonicSensor(
             self.ultrasonic_noise,
             self.ultrasonic_resolution,
             self.ultrasonic_outlier_prob,
             self.ultrasonic_outlier_std,
         )
-        encoder = OpticalEncoder(self.encoder_counts, wrap_low=0.0)
+        return StateSensors(
+            (ultrasonic, OpticalEncoder(self.encoder_counts, wrap_low=0.0)), (False, True)
+        )
+
+    def measure(
+        self, run: dict[str, np.ndarray], rng: np.random.Generator
+    ) -> dict[str, np.ndarray]:
+        """The columns of `COLUMNS` as the rig's sensors read a true run (t, q, qd, u_cmd at N + 1 samples):
+        ultrasonic cart position, encoder angle, backward-difference velocities (so the first sample is
+        dropped), the commanded force."""
+        ultrasonic, encoder = self.sensors().positions
         x = ultrasonic.measure(run["q"][:, 0], rng)
         phi = encoder.measure(run["q"][:, 1])
         # The first sample has no previous one to difference with: drop it.

@@ -16,7 +16,7 @@ from ...data.angles import wrap
 from ...systems import Pendulum
 from ..actuator import Actuator
 from ..plant import Plant
-from ..sensors import OpticalEncoder, backward_velocity
+from ..sensors import OpticalEncoder, StateSensors, backward_velocity
 from .base import AbstractRig
 from .common import metadata, ou_noise, recording_rng, true_columns
 from .forces import Cogging, ConstantForce, StribeckFriction
@@ -83,6 +83,12 @@ class PendulumRig(AbstractRig):
 
     def actuator(self) -> Actuator:
         return Actuator(self.delay, self.time_constant, self.torque_limit)
+
+    def input_limit(self) -> np.ndarray:
+        return np.array([self.torque_limit])
+
+    def sensors(self) -> StateSensors:
+        return StateSensors((OpticalEncoder(self.encoder_counts, wrap_low=-np.pi),), (True,))
 
     def schedule(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         target, pump, hold = np.zeros(n), np.zeros(n), np.zeros(n)

@@ -79,7 +79,8 @@ def refit_table(report: dict) -> str:
         run = os.path.basename(fold["held_out"]).split("_")[-1].split(".")[0]
         cells = [
             " / ".join(
-                f"{r:.2f}" for r in configs[name]["vs_reference"]["folds"][str(fold["fold"])][pred].values()
+                f"{r:.2f}"
+                for r in configs[name]["vs_reference"]["folds"][str(fold["fold"])][pred].values()
             )
             for name, pred, _ in columns
         ]

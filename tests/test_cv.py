@@ -9,8 +9,8 @@ import pytest
 import yaml
 from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
-from lagnet.cross_validation import fold_files, parse_folds
 from lagnet.config import load_config
+from lagnet.cross_validation import fold_files, parse_folds
 from lagnet.data.horizons import cut_windows, parse_horizon
 from lagnet.evaluate.metrics import horizon_errors, window_errors
 from lagnet.models import physics_prior

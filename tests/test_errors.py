@@ -24,6 +24,13 @@ def test_lagnet_errors_share_one_root(tmp_path):
     (tmp_path / "run" / "run.json").write_text("{not json")
     with pytest.raises(lagnet.LagnetError):
         lagnet.load(str(tmp_path / "run"))
-    for name in ("LagnetError", "DataError", "NonPhysicalModel", "fit", "train_run", "cross_validate"):
+    for name in (
+        "LagnetError",
+        "DataError",
+        "NonPhysicalModel",
+        "fit",
+        "train_run",
+        "cross_validate",
+    ):
         assert name in dir(lagnet)
     assert lagnet.cross_validate.__module__ == "lagnet.cross_validation"

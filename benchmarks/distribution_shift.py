@@ -262,6 +262,16 @@ MODELS = {
         "identification": {"accept": "loss"},
         "training": {"select_by": "relative_error"},
     },
+    # The default selection with identification kept whatever it does on validation, and the mean selection with
+    # the default identification: which of the two defaults moves a ratio.
+    "pinode (identification accept: loss)": {
+        "type": "pinode",
+        "identification": {"accept": "loss"},
+    },
+    "pinode (mean selection only)": {
+        "type": "pinode",
+        "training": {"select_by": "relative_error"},
+    },
     # Checkpoints selected by their worst coordinate against the physics, not the mean over coordinates.
     "pinode (worst-coordinate selection)": {
         "type": "pinode",
@@ -355,7 +365,7 @@ def run_scenario(
             validate({**base.to_dict(), "model": {"type": "known"}}), system, None, key=key
         )
     }
-    seconds_by = {}
+    seconds_by, kept_by = {}, {}
     for row, spec in MODELS.items():
         if row not in trained:
             continue
@@ -377,6 +387,12 @@ def run_scenario(
             )
         models[row] = result.model
         seconds_by[row] = time.perf_counter() - t
+        with open(os.path.join(sub, "runs", row.replace(" ", "_"), "summary.json")) as f:
+            ident = json.load(f).get("identification") or {}
+        # What identification did (kept its start, and why): a ratio that moves with the rule is explained here.
+        kept_by[row] = {
+            k: ident.get(k) for k in ("kept_start", "validation_before", "validation_after")
+        }
     for test, files, region in (("shifted", shifted, near), ("covered", covered, None)):
         for h in HORIZONS:
             errs = {}
@@ -389,6 +405,7 @@ def run_scenario(
                 "ratio": {r: (e / np.where(ref > 0, ref, 1)).tolist() for r, e in errs.items()},
             }
     return {
+        "identification": kept_by,
         "system": name,
         "train": train_kind,
         "test": test_kind,

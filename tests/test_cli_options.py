@@ -76,7 +76,7 @@ def test_expand_must_be_a_bool(tmp_path, expand):
 
 
 @pytest.mark.attack("data file", "unclear")
-def test_a_coarse_resample_is_not_blamed_on_the_velocity_columns(tmp_path):
+def test_a_coarse_resample_is_not_blamed_on_the_velocity_columns(tmp_path, capsys):
     path = write_pendulum_csv(tmp_path / "p.csv", steps=100, hold=20)  # 5 s at 0.05 s
     # The velocities are checked on the measured samples (two samples 5 s apart fit no velocity column).
     try:
@@ -87,6 +87,14 @@ def test_a_coarse_resample_is_not_blamed_on_the_velocity_columns(tmp_path):
         assert len(trajs[0].t) == 2
     trajs = load_trajectories(path, {**PENDULUM_MAPPING, "resample": 0.1})
     assert np.allclose(np.diff(trajs[0].t), 0.1)
+    # Training on the coarse recording: the error says the resampling is what left too few rows.
+    config = yaml.safe_load(open(_pendulum_config(tmp_path)))
+    config["data"]["mapping"]["resample"] = 5.0
+    (tmp_path / "coarse.yaml").write_text(yaml.safe_dump(config))
+    assert (
+        main(["train", str(tmp_path / "coarse.yaml"), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    )
+    assert "resampled every 5 s by data.mapping.resample" in capsys.readouterr().err
 
 
 def test_an_out_that_cannot_be_written_is_not_called_busy(tmp_path, capsys):

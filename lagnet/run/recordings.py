@@ -125,6 +125,9 @@ def check_enough_samples(
     h = tc.longest_horizon
     if max((t.n_rows for t in train), default=0) < h + 1:
         cut = f" (after data.max_duration = {dc.max_duration:g} s)" if dc.max_duration else ""
+        resample = (dc.mapping or {}).get("resample")
+        if isinstance(resample, int | float) and not isinstance(resample, bool):
+            cut += f" (resampled every {resample:g} s by data.mapping.resample)"
         need = "" if step is None else f", {h * step:.3g} s at the measured step of {step:g} s"
         raise ConfigError(
             f"the training data{cut} leave no window of {h} step(s) (the longest training horizon): the "

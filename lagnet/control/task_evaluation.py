@@ -52,8 +52,8 @@ def default_task(system: AbstractSystem) -> str:
         raise TaskMismatch(
             f"the run's double pendulum drives both joints (actuated={system.actuated!r}); the double "
             "pendulum's tasks are under-actuated: pendubot-swingup (joint 1 driven) and acrobot-swingup "
-            "(joint 2 driven). Train a model that drives joint 1 (system.actuated: shoulder) and evaluate it "
-            "with --task pendubot-swingup (or joint 2 and --task acrobot-swingup)"
+            "(joint 2 driven). Train a model that drives joint 1 (system.name: pendubot) and evaluate it "
+            "with --task pendubot-swingup (or joint 2, system.name: acrobot, and --task acrobot-swingup)"
         )
     if type(system).__name__ == "RigidBodyTree" and system.n_dof == 7:
         return "arm-reach"
@@ -123,12 +123,12 @@ def evaluate_task(
 ) -> dict[str, Any]:
     """The LQR designed on `dyn` for task `t` run on the plant `plant_spec`: `TaskRun.summary()` (success,
     starts, median_ms, p99_ms, sensing) with the plant, the controller and where the runs started. `seconds`
-    shortens the task (its hold kept, or the whole run when shorter)."""
+    shortens the task (its hold kept, or the second half of the run when shorter)."""
     plant = make_plant(dyn, t, plant_spec)
     swing = t.name.endswith("-swingup")
     posed = balance(t) if swing else t
     if seconds is not None:
-        posed = dataclasses.replace(posed, seconds=seconds, hold=min(posed.hold, seconds))
+        posed = dataclasses.replace(posed, seconds=seconds, hold=min(posed.hold, seconds / 2))
     controller = LQRController.design(dyn, posed, plant.dt)
     run = run_task(controller, plant, posed, count=starts)
     return run.summary() | {

@@ -75,6 +75,13 @@ def register(sub) -> None:
     )
     p.add_argument("--out", help="output folder (default RUN_DIR/evaluation)")
     p.add_argument("--no-plots", action="store_true", help="metrics.json and report.md only")
+    _control_options(p)
+    p.set_defaults(func=run_with_control)
+    register_compare(sub)
+
+
+def _control_options(p) -> None:
+    """--control and what it takes: --task, --plant, --seeds."""
     p.add_argument(
         "--control",
         action="store_true",
@@ -107,8 +114,6 @@ def register(sub) -> None:
         "RUN_DIR/seeds/seed-K; the run's own seed is the run) and evaluated the same way, with the counts "
         "summed over seeds (metrics.json control.seeds and control.over_seeds, a report.md table)",
     )
-    p.set_defaults(func=run_with_control)
-    register_compare(sub)
 
 
 def run_with_control(args) -> int:

@@ -75,45 +75,98 @@ def register(sub) -> None:
     )
     p.add_argument("--out", help="output folder (default RUN_DIR/evaluation)")
     p.add_argument("--no-plots", action="store_true", help="metrics.json and report.md only")
+    _control_options(p)
+    p.set_defaults(func=run_with_control)
+    register_compare(sub)
+
+
+def _control_options(p) -> None:
+    """--control and what it takes: --task, --plant, --seeds."""
     p.add_argument(
         "--control",
         action="store_true",
-        help="also the closed loop on the simulated true rig (cart-pole): LQR from 14 starts up to 0.4 rad "
-        "from upright, MPC swing-up from 6 starts with its solve times, q̈ at rest and the linearisation "
-        "against the rig's (metrics.json 'control', a report.md section)",
+        help="also the closed loop on a named control task. A cart-pole run without --task or --plant: on the "
+        "simulated true rig, LQR from 14 starts up to 0.4 rad from upright, MPC swing-up from 6 starts with its "
+        "solve times, q̈ at rest and the linearisation against the rig's. Otherwise (any system with a task, "
+        "or --task/--plant): the LQR designed on the model for each task (a swing-up judged as a balance from "
+        "near upright), with its successes and solve times (metrics.json 'control', a report.md section)",
+    )
+    p.add_argument(
+        "--task",
+        nargs="+",
+        metavar="NAME",
+        help="with --control: the named task(s) (pendulum-swingup, cartpole-swingup, pendubot-swingup, "
+        "acrobot-swingup, arm-reach; default: the one made for the run's system)",
+    )
+    p.add_argument(
+        "--plant",
+        metavar="SPEC",
+        help="with --control: what the controller runs on: rig (the system's simulated rig, read by its "
+        "sensors; the default where there is one), known (the run's known system; the default otherwise) or "
+        "model (the learned model itself)",
     )
     p.add_argument(
         "--seeds",
         nargs="+",
         type=seed,
         metavar="K",
-        help="with --control: also the run's config trained with each training seed K (into RUN_DIR/seeds/"
-        "seed-K; the run's own seed is the run) and evaluated the same way, with the counts summed over seeds "
-        "(metrics.json control.seeds and control.over_seeds, a report.md table)",
+        help="with --control on a cart-pole run: also the run's config trained with each training seed K (into "
+        "RUN_DIR/seeds/seed-K; the run's own seed is the run) and evaluated the same way, with the counts "
+        "summed over seeds (metrics.json control.seeds and control.over_seeds, a report.md table)",
     )
-    p.set_defaults(func=run_with_control)
-    register_compare(sub)
 
 
 def run_with_control(args) -> int:
-    """`run`, then with --control the closed-loop evaluation (`lagnet.control.evaluation`), over --seeds."""
+    """`run`, then with --control the closed-loop evaluation: the cart-pole's (`lagnet.control.evaluation`, over
+    --seeds) or the named tasks' (`lagnet.control.task_evaluation`). Bad options fail before any work."""
+    control = getattr(args, "control", False)
     seeds = getattr(args, "seeds", None)
-    if seeds and not getattr(args, "control", False):
+    tasks, plant = getattr(args, "task", None), getattr(args, "plant", None)
+    if seeds and not control:
         raise ValueError(
             "--seeds repeats the closed-loop evaluation over training seeds: give --control too"
         )
+    if (tasks or plant) and not control:
+        raise ValueError("--task and --plant choose the closed-loop evaluation: give --control too")
+    dyn = _task_model(args) if control else None
+    if seeds and dyn is not None:
+        raise ValueError(
+            "--seeds repeats the cart-pole's LQR and MPC evaluation over training seeds: it takes neither "
+            "--task nor --plant, nor a run of another system"
+        )
     code = run(args)
-    if getattr(args, "control", False):
+    if control and dyn is None:
         from ..control import evaluation
 
-        control = evaluation.evaluate_run_control(args.run_dir, args.out)
-        print(evaluation.control_section({"control": control}))
+        result = evaluation.evaluate_run_control(args.run_dir, args.out)
+        print(evaluation.control_section({"control": result}))
         if seeds:
             from ..learning import evaluate_run_control_seeds
 
-            control = evaluate_run_control_seeds(args.run_dir, seeds, args.out, progress=True)
-            print(evaluation.seeds_section(control))
+            result = evaluate_run_control_seeds(args.run_dir, seeds, args.out, progress=True)
+            print(evaluation.seeds_section(result))
+    elif control:
+        from ..control import task_evaluation
+
+        result = task_evaluation.evaluate_run_tasks(args.run_dir, args.out, dyn, tasks, plant)
+        print(task_evaluation.tasks_section(result))
     return code
+
+
+def _task_model(args):
+    """The run's model for the named tasks, its tasks and plant checked; None for the cart-pole's own
+    evaluation (a cart-pole run without --task or --plant)."""
+    from ..control import task_evaluation
+    from ..control.load import load
+    from ..systems import CartPole
+
+    task_evaluation.check_plant_spec(args.plant)
+    use_run_precision(args.run_dir)
+    dyn = load(args.run_dir)
+    if isinstance(dyn.system, CartPole) and not args.task and not args.plant:
+        return None
+    task_evaluation.resolve_tasks(dyn.system, args.task)
+    return dyn
 
 
 def run(args) -> int:

@@ -175,3 +175,21 @@ def xla_flags_without_device_count() -> str:
     """The inherited XLA_FLAGS (the suite's compile settings, tests/conftest.py) without a CPU device count."""
     flags = os.environ.get("XLA_FLAGS", "").split()
     return " ".join(f for f in flags if not f.startswith("--xla_force_host_platform_device_count"))
+
+
+def read_pendulum_csv(path):
+    """The recording `write_pendulum_csv` wrote, as a `Trajectory` (θ an angle, the torque its input)."""
+    from lagnet.data.trajectory import Trajectory
+
+    t, theta, theta_dot, torque = np.loadtxt(path, delimiter=",", skiprows=1).T
+    return Trajectory(
+        t, theta[:, None], theta_dot[:, None], torque[:, None], ("theta",), ("torque",), (True,)
+    )
+
+
+def unit_pendulum_loss():
+    """The pendulum's state loss with every scale and weight 1."""
+    from lagnet.train.loss import StateLoss
+
+    one = jnp.ones(1)
+    return StateLoss((True,), one, one, one, one)

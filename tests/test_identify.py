@@ -8,10 +8,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import PENDULUM_MAPPING, random_cartpole_pinode, write_pendulum_csv
+from helpers import (
+    PENDULUM_MAPPING,
+    random_cartpole_pinode,
+    read_pendulum_csv,
+    unit_pendulum_loss,
+    write_pendulum_csv,
+)
 
 from lagnet.config import ConfigError, validate
-from lagnet.data.trajectory import Trajectory
 from lagnet.data.windows import make_windows
 from lagnet.integrators import RK4
 from lagnet.models import PINODE, TrainingRegion
@@ -32,16 +37,10 @@ def pendulum_csv(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def windows(pendulum_csv):
-    t, theta, theta_dot, torque = np.loadtxt(pendulum_csv, delimiter=",", skiprows=1).T
-    traj = Trajectory(
-        t, theta[:, None], theta_dot[:, None], torque[:, None], ("theta",), ("torque",), (True,)
-    )
-    return make_windows(traj, 5)
+    return make_windows(read_pendulum_csv(pendulum_csv), 5)
 
 
-def _loss():
-    one = jnp.ones(1)
-    return StateLoss((True,), one, one, one, one)
+_loss = unit_pendulum_loss
 
 
 def _model(coulomb, viscous):
@@ -316,7 +315,7 @@ def test_checkpoints_are_chosen_at_the_users_horizon(
 def test_the_residual_penalty_is_the_mean_squared_gated_residual_at_the_measured_states():
     """`residual_penalty`: λ · mean over windows and steps of ‖g · Q_θ‖² at each step's measured state and input,
     added to the state loss (and over the first `steps` steps only on a curriculum's padded windows)."""
-    from lagnet.train.loss import StateLoss, batch_loss, residual_penalty
+    from lagnet.train.loss import batch_loss, residual_penalty
 
     model = random_cartpole_pinode(output_scale=3.0)
     key = np.random.default_rng(0)

@@ -8,10 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import PENDULUM_MAPPING, write_pendulum_csv
+from helpers import PENDULUM_MAPPING, read_pendulum_csv, unit_pendulum_loss, write_pendulum_csv
 
 from lagnet.config import validate
-from lagnet.data.trajectory import Trajectory
+from lagnet.control.tasks import DFKI as TASK_DFKI
 from lagnet.data.windows import make_windows
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
@@ -33,22 +33,9 @@ from lagnet.train.identify import (
     physical_names,
     with_physical_vector,
 )
-from lagnet.train.loss import StateLoss
 
-# The DFKI rig's identified (lumped, joint-axis) parameters, as configs/dfki_double_pendulum_known.yaml has them.
-DFKI = dict(
-    m1=0.5593806151425046,
-    m2=0.6043459469186889,
-    l1=0.3,
-    r1=0.3,
-    r2=0.18377686083653508,
-    I1=0.053470810264216295,
-    I2=0.02392374528789766,
-    inertia_about="joint",
-    Ir=7.659297952841183e-05,
-    gr=6.0,
-    parameter_set="identified",
-)
+# The DFKI rig's identified parameters (lumped: M(q) ≻ 0 is what they must satisfy), inertias about the joints.
+DFKI = dict(TASK_DFKI, parameter_set="identified")
 LEARNED = ("I1", "I2", "m2", "r2", "Ir")
 
 
@@ -133,16 +120,10 @@ def pendulum_csv(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def windows(pendulum_csv):
-    t, theta, theta_dot, torque = np.loadtxt(pendulum_csv, delimiter=",", skiprows=1).T
-    traj = Trajectory(
-        t, theta[:, None], theta_dot[:, None], torque[:, None], ("theta",), ("torque",), (True,)
-    )
-    return make_windows(traj, 5)
+    return make_windows(read_pendulum_csv(pendulum_csv), 5)
 
 
-def _loss():
-    one = jnp.ones(1)
-    return StateLoss((True,), one, one, one, one)
+_loss = unit_pendulum_loss
 
 
 def _start():
@@ -289,11 +270,7 @@ def test_least_squares_identification_recovers_the_friction_without_rollouts(
     record says what was fitted."""
     from lagnet.run.recordings import sample_statistics
 
-    t, theta, theta_dot, torque = np.loadtxt(pendulum_csv, delimiter=",", skiprows=1).T
-    traj = Trajectory(
-        t, theta[:, None], theta_dot[:, None], torque[:, None], ("theta",), ("torque",), (True,)
-    )
-    stats = sample_statistics([traj])
+    stats = sample_statistics([read_pendulum_csv(pendulum_csv)])
     for factor in (0.0, 100.0):
         start = PINODE(
             Pendulum(),

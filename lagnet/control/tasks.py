@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import LagnetError
+from ..data.catalog import DFKI_DOUBLE_PENDULUM_LINKS
 from ..systems import CartPole, DoublePendulum, Pendulum
 from ..systems.base import AbstractSystem
 
@@ -209,20 +210,9 @@ def cartpole_swingup() -> Task:
     )
 
 
-# The DFKI double pendulum's identified model (data/real/dfki_double_pendulum_A0/model_2.0_parameters.yml).
-DFKI = dict(
-    m1=0.5593806151425046,
-    m2=0.6043459469186889,
-    l1=0.3,
-    r1=0.3,
-    r2=0.18377686083653508,
-    I1=0.053470810264216295,
-    I2=0.02392374528789766,
-    inertia_about="joint",
-    Ir=7.659297952841183e-05,
-    gr=6.0,
-    g=9.81,
-)
+# The DFKI double pendulum's identified model (data/real/dfki_double_pendulum_A0/model_2.0_parameters.yml): its
+# links as the catalog has them, inertias about the joint axes, and the motor's rotor inertia and gear ratio.
+DFKI = dict(DFKI_DOUBLE_PENDULUM_LINKS, inertia_about="joint", Ir=7.659297952841183e-05, gr=6.0)
 DFKI_TORQUE_LIMIT = 10.0  # N m, tl1 = tl2 of the lab's model
 DFKI_VISCOUS, DFKI_COULOMB = (0.001, 0.001), (0.093, 0.078)
 

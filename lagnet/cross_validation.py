@@ -506,6 +506,26 @@ def _heads(entry: dict) -> dict[str, str]:
     return {"model": "trained model", "physics": physics}
 
 
+def _fold_rows(title: str, entry: dict, preds: list, ratios_of, short: dict) -> list[str]:
+    """A config's table head and one row per fold and state variable of `ratios_of(fold)` (skipped: None)."""
+    heads = _heads(entry)
+    lines = [
+        "",
+        title,
+        "",
+        "| fold (held out) | variable | " + " | ".join(heads[k] for k in preds) + " |",
+        "|---|---|" + "---|" * len(preds),
+    ]
+    for f in entry["folds"]:
+        ratios = ratios_of(f)
+        if ratios is None:
+            continue
+        for n in ratios[preds[0]]:
+            cells = " | ".join(_cell(ratios[k][n]) for k in preds)
+            lines.append(f"| {f['fold']} ({short[f['held_out']]}) | {n} | {cells} |")
+    return lines
+
+
 def format_cv(report: dict) -> str:
     """The table per fold × state variable of the ratios, each config's mean and worst, and the choice."""
     references = sorted({e["reference"] for e in report["configs"]})
@@ -518,19 +538,7 @@ def format_cv(report: dict) -> str:
     )
     for e in report["configs"]:
         preds = list(e["summary"])
-        heads = _heads(e)
-        lines += [
-            "",
-            f"{e['name']} ({e['config']}):",
-            "",
-            "| fold (held out) | variable | " + " | ".join(heads[k] for k in preds) + " |",
-            "|---|---|" + "---|" * len(preds),
-        ]
-        for f in e["folds"]:
-            where = f"{f['fold']} ({short[f['held_out']]})"
-            for n in f["ratios"][preds[0]]:
-                cells = " | ".join(_cell(f["ratios"][k][n]) for k in preds)
-                lines.append(f"| {where} | {n} | {cells} |")
+        lines += _fold_rows(f"{e['name']} ({e['config']}):", e, preds, lambda f: f["ratios"], short)
         lines.append(
             "| mean over folds of the fold's mean | | "
             + " | ".join(_cell(e["summary"][k]["mean"]) for k in preds)
@@ -567,22 +575,14 @@ def _format_vs_reference(report: dict, short: dict) -> list[str]:
         if not vs:
             continue
         preds = list(vs["summary"])
-        heads = _heads(e)
-        lines += [
-            "",
+        # Fold numbers are keys: ints in memory, strings once read back from cv.json.
+        lines += _fold_rows(
             f"{e['name']}:",
-            "",
-            "| fold (held out) | variable | " + " | ".join(heads[k] for k in preds) + " |",
-            "|---|---|" + "---|" * len(preds),
-        ]
-        for f in e["folds"]:
-            # Fold numbers are keys: ints in memory, strings once read back from cv.json.
-            r = vs["folds"].get(f["fold"], vs["folds"].get(str(f["fold"])))
-            if r is None:
-                continue
-            for n in r[preds[0]]:
-                cells = " | ".join(_cell(r[k][n]) for k in preds)
-                lines.append(f"| {f['fold']} ({short[f['held_out']]}) | {n} | {cells} |")
+            e,
+            preds,
+            lambda f, vs=vs: vs["folds"].get(f["fold"], vs["folds"].get(str(f["fold"]))),
+            short,
+        )
         for n in vs["summary"][preds[0]]["mean_per_variable"]:
             cells = " | ".join(_cell(vs["summary"][k]["mean_per_variable"][n]) for k in preds)
             lines.append(f"| mean over folds | {n} | {cells} |")

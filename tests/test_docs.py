@@ -299,3 +299,15 @@ def test_readme_is_at_most_600_words_outside_code():
     """The README points; the docs explain."""
     text = re.sub(r"^```.*?^```", "", README.read_text(encoding="utf-8"), flags=re.S | re.M)
     assert len(text.split()) <= 600
+
+
+def test_committed_references_are_not_stale():
+    """docs/reference/config.md and cli.md hold their generated text in the repository, equal to what the code
+    generates now (`python docs/_hooks/generated.py` rewrites them)."""
+    hooks = _hooks()
+    for marker, path in hooks.COMMITTED.items():
+        text = path.read_text(encoding="utf-8")
+        assert hooks.fill(text, marker, hooks.generated(marker)) == text, (
+            f"{path.relative_to(ROOT)} is stale: run python docs/_hooks/generated.py"
+        )
+        assert marker in text and hooks._end(marker) in text

@@ -1,6 +1,8 @@
 """mkdocs hook: the reference pages that are generated from the code at build time, so they cannot go stale.
 
-A page holds a marker comment, replaced by the generated Markdown:
+A page holds a marker comment, followed by the generated Markdown (filled at every build; the config and CLI
+references are committed filled, so that they read in the repository too, and `python docs/_hooks/generated.py`
+rewrites them; a test fails when they are stale):
 
 - `<!-- lagnet:config-reference -->`: every config key from the typed schema (`lagnet.config.schema`): its
   default, the YAML types it accepts and its meaning, one table per section;
@@ -143,15 +145,52 @@ def longest_functions(count: int = 10) -> str:
     return "\n".join(["| function | file | lines |", "| --- | --- | --- |", *rows])
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:
-    if CONFIG_MARKER in markdown:
-        markdown = markdown.replace(CONFIG_MARKER, config_reference())
-    if CLI_MARKER in markdown:
+def _end(marker: str) -> str:
+    return marker.replace("<!-- ", "<!-- end of ")
+
+
+def fill(markdown: str, marker: str, content: str) -> str:
+    """`markdown` with the section after `marker` (up to its end marker, or the marker alone) replaced by
+    `content` between the marker and its end marker."""
+    head, found, rest = markdown.partition(marker)
+    if not found:
+        return markdown
+    _, ended, tail = rest.partition(_end(marker))
+    return head + marker + "\n" + content.rstrip() + "\n" + _end(marker) + (tail if ended else rest)
+
+
+def generated(marker: str) -> str:
+    """The Markdown a committed reference page holds between `marker` and its end marker."""
+    if marker == CLI_MARKER:
         _help_width()
-        markdown = markdown.replace(CLI_MARKER, cli_reference())
+        return cli_reference()
+    return config_reference()
+
+
+# The references committed in the repository (readable there), filled again at every build; a test fails when
+# the committed text is stale: `python docs/_hooks/generated.py` rewrites them.
+COMMITTED = {
+    CONFIG_MARKER: ROOT / "docs/reference/config.md",
+    CLI_MARKER: ROOT / "docs/reference/cli.md",
+}
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    for marker in COMMITTED:
+        if marker in markdown:
+            markdown = fill(markdown, marker, generated(marker))
     if LONGEST_MARKER in markdown:
         markdown = markdown.replace(LONGEST_MARKER, longest_functions())
     return markdown
+
+
+def write_references() -> None:
+    """Rewrite the committed reference pages from the code."""
+    for marker, path in COMMITTED.items():
+        path.write_text(
+            fill(path.read_text(encoding="utf-8"), marker, generated(marker)), encoding="utf-8"
+        )
+        print(f"wrote {path.relative_to(ROOT)}")
 
 
 def on_files(files, config):
@@ -160,3 +199,7 @@ def on_files(files, config):
     for figure in sorted(FIGURES.glob("*.png")):
         files.append(File.generated(config, f"results/{figure.name}", abs_src_path=str(figure)))
     return files
+
+
+if __name__ == "__main__":
+    write_references()

@@ -286,6 +286,13 @@ def test_least_squares_identification_recovers_the_friction_without_rollouts(
     record = json.loads((tmp_path / "run" / "summary.json").read_text())["identification"]
     assert record["method"] == "least_squares" and record["horizon"] is None
     assert record["physics"]["friction"]["viscous"]["theta"] == pytest.approx(0.1, rel=0.1)
+    # As the rollout fit's first stage, the rollouts then take the coefficients to the truth.
+    config = _config(pendulum_csv, identification={"first_stage": "least_squares"})
+    train_run(config.replace(training={"epochs": 0}), str(tmp_path / "staged"), progress=False)
+    record = json.loads((tmp_path / "staged" / "summary.json").read_text())["identification"]
+    assert record["method"] == "solver" and record["kept_start"] is None
+    assert record["physics"]["friction"]["viscous"]["theta"] == pytest.approx(0.1, rel=0.02)
+    assert record["physics"]["friction"]["coulomb"]["theta"] == pytest.approx(0.05, rel=0.02)
 
 
 def test_an_old_runs_config_with_a_changed_default_prints_the_difference(

@@ -293,6 +293,14 @@ class IdentificationConfig(_Section):
         "network is then kept only where it beats a physics that has seen the validation data too)",
         one_of(("training", "all")),
     )
+    first_stage: str = option(
+        "collocation",
+        (str,),
+        "method: solver only, where the rollout fit starts: collocation = from the fit of each window's first-step "
+        "acceleration; least_squares = from the equation-error least-squares fit (method: least_squares) on "
+        "the recordings' filtered accelerations",
+        one_of(("collocation", "least_squares")),
+    )
     accept: str = option(
         "every_coordinate",
         (str,),

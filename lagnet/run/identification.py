@@ -180,6 +180,11 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     else None
                 ),
                 prior_weight=ic.prior_weight,
+                first_stage=(
+                    _equation_error(config, prior, trajs).theta
+                    if ic.first_stage == "least_squares"
+                    else None
+                ),
             )
     except NonFiniteStart as e:
         raise NonFiniteStart(f"{config.name}: {e}") from None

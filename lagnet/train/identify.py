@@ -306,6 +306,7 @@ def identify(
     max_iterations: int = 100,
     groups: Int[np.ndarray, " windows"] | None = None,
     prior_weight: float = 0.0,
+    first_stage: np.ndarray | None = None,
 ) -> Identification:
     """Fit `model`'s trained physical parameters (its `Bounded` leaves) to `windows` through the solver.
 
@@ -318,7 +319,9 @@ def identify(
     λ Σ_i ((θ_i − θ0_i) / θ0_i)² over the parameters that start away from 0 (a Gaussian prior of relative width
     λ^(-1/2) around the given values: a MAP fit that moves them only as far as the data insists). Returns the
     identified model and the solver's account (`Identification`); a start whose rollouts are not finite is a
-    `NonFiniteStart` error naming its parameters.
+    `NonFiniteStart` error naming its parameters. `first_stage`: θ from another fit (e.g.
+    `identify_equation_error`'s) to start the rollout fit from instead of the collocation stage; the model's own
+    values stay the start the result is judged against, and the prior's centre.
     """
     n = len(windows)
     pick = np.unique(np.linspace(0, n - 1, min(n, max_windows)).round().astype(int))
@@ -340,7 +343,10 @@ def identify(
         # The equation error first, then the rollouts through the solver: a start far off (a damping 100× too
         # large) can make a k-step rollout diverge, where the equation error stays finite and brings it near.
         prior = _prior_fn(theta, prior_weight)
-        theta, _ = fit.solve(prior(_collocation_fn(model, batch)), theta)
+        if first_stage is None:
+            theta, _ = fit.solve(prior(_collocation_fn(model, batch)), theta)
+        else:
+            theta = np.clip(np.asarray(first_stage, float), fit.lower, fit.upper)
         theta, _ = fit.solve(prior(rollout_residual), theta)
     return fit.result(theta, rollout_residual, initial)
 

@@ -374,6 +374,12 @@ def test_report_md_names_bound_hits_collapses_and_a_kept_start_on_every_path():
     assert "least-squares friction start left on its bound: friction.viscous.theta = 0" in lines
     assert "friction.coulomb.theta 0.00022 → 6e-09" in lines
     assert "Training left on a bound: parameters.mass = 0.1 (lower bound 0.1)" in lines
+    only_friction = training_lines(
+        {"identification": {"method": "none", "friction_fit": "lstsq", "at_bound": [hit]}}
+    )
+    assert only_friction == [
+        "- Friction: the least-squares start, on its bound: friction.viscous.theta = 0 (lower bound 0)."
+    ]
 
 
 def test_a_robot_trees_learned_inertias_stay_a_rigid_bodys():

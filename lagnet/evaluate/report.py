@@ -193,6 +193,14 @@ def training_lines(metrics: dict) -> list[str]:
     on every path, and `fallback`)."""
     lines = []
     ident = metrics.get("identification")
+    if isinstance(ident, dict) and ident.get("method") == "none":
+        # Nothing identified through a solver: the record is the least-squares friction start's.
+        hits = ident.get("at_bound") or []
+        lines.append(
+            "- Friction: the least-squares start, "
+            + (f"on its bound: {_bounds(hits)}." if hits else "no coefficient on its bound.")
+        )
+        ident = None
     if isinstance(ident, dict):
         how = f" ({ident['method']})" if ident.get("method") else ""
         loss = (

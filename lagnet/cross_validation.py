@@ -423,28 +423,19 @@ def cross_validate(
 
 
 def _with_reference(paths: list, configs: list, given: str | None, overrides):
-    """The paths and configs with the reference config last (`_reference_config`), and whether there is one."""
-    refit = _reference_config(configs, given, overrides)
-    if refit is None:
-        return paths, configs, False
-    refitted = [c.name for c in configs].index(refit[1]) if refit[1] is not None else None
-    return paths + [given or f"{REFIT} of {paths[refitted]}"], configs + [refit[0]], True
-
-
-def _reference_config(configs, given: str | None, overrides):
-    """(the reference config, the name of the config it refits) or None: `--reference` loaded, or the
-    least-squares refit of the first config with physics."""
+    """The paths and configs with the reference config last, and whether there is one: `--reference` loaded
+    (none for 'none'), or the least-squares refit of the first config with physics."""
     from .config import load_config
 
+    if given == "none":
+        return paths, configs, False
     if given is not None:
-        if given == "none":
-            return None
-        return load_config(given, list(overrides)), None
-    for config in configs:
+        return paths + [given], configs + [load_config(given, list(overrides))], True
+    for path, config in zip(paths, configs, strict=True):
         refit = least_squares_refit(config)
         if refit is not None:
-            return refit, config.name
-    return None
+            return paths + [f"{REFIT} of {path}"], configs + [refit], True
+    return paths, configs, False
 
 
 def _against_reference(results: list[dict]) -> None:

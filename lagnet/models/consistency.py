@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import LagnetError
-from ..systems.parameters import bounded_leaves
 from .base import AbstractModel
+from .physical import physical_names, physical_vector
 
 
 class NonPhysicalModel(LagnetError, ValueError):
@@ -39,16 +39,10 @@ def configuration_grid(model: AbstractModel, per_angle: int = 16, samples: int =
     return np.where(angles, np.pi * unit, unit)
 
 
-def learned_parameter_values(model: AbstractModel) -> dict[str, list | float]:
-    """The model's bounded (learned or identified) parameters by name, as the mechanics use them."""
-    summary = model.summary() if hasattr(model, "summary") else {}
-    named = dict(summary.get("learned_parameters", {}))
-    for path, p in bounded_leaves(model):
-        if ".parameters" in path:
-            continue  # named above, after `consistent`
-        name = path.replace("[", ".").replace("]", "").replace("'", "").lstrip(".")
-        named[name] = np.asarray(p.value).tolist()
-    return named
+def learned_parameter_values(model: AbstractModel) -> dict[str, float]:
+    """The model's bounded (learned or identified) physical parameters by name (`physical_names`)."""
+    physics = model.with_physics_trainable(True)
+    return dict(zip(physical_names(physics), physical_vector(physics)[0].tolist(), strict=True))
 
 
 def mass_matrix_violation(model: AbstractModel, grid=None) -> dict | None:

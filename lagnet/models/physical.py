@@ -107,3 +107,25 @@ def with_physical_vector(model: AbstractModel, theta) -> AbstractModel:
         return [found[i].raw for i in positions]
 
     return eqx.tree_at(where, model, raws)
+
+
+def bound_hits(names, theta, lower, upper, tolerance: float) -> list[dict]:
+    """The entries of θ on a bound (within `tolerance` relative to it): name, value, bound and side ("lower",
+    checked first, or "upper"). A fit pinned at a bound is a fit that wanted to go further."""
+    out = []
+    for name, v, lo, hi in zip(names, theta, lower, upper, strict=True):
+        for side, bound in (("lower", lo), ("upper", hi)):
+            if np.isfinite(bound) and abs(v - bound) <= tolerance * (1.0 + abs(bound)):
+                out.append({"name": name, "value": float(v), "bound": float(bound), "side": side})
+                break
+    return out
+
+
+def collapses(names, start, end, factor: float = 1e3) -> list[dict]:
+    """The entries that moved by more than `factor` either way from a non-zero start (a friction 2.2e-4 → 6e-9
+    is on no bound, yet the fit has switched the term off): name, start and value."""
+    return [
+        {"name": name, "start": float(a), "value": float(b)}
+        for name, a, b in zip(names, start, end, strict=True)
+        if a != 0 and (abs(b) * factor < abs(a) or abs(b) > factor * abs(a))
+    ]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..systems.parameters import bounded_leaves
 from .base import AbstractModel
-from .physical import physical_names, physical_vector
+from .physical import bound_hits, collapses, physical_names, physical_vector
 
 
 def physics_summary(model: AbstractModel) -> dict:
@@ -41,32 +41,18 @@ def warn_unchanged(names: list[str], what: str) -> None:
         )
 
 
-def _trained(before: AbstractModel, after: AbstractModel):
-    """(name, start, end, lower, upper) of each trained physical parameter entry (`physical_vector`'s order)."""
-    start, lower, upper = physical_vector(before)
-    end = physical_vector(after)[0]
-    yield from zip(physical_names(before), start, end, lower, upper, strict=True)
-
-
 def trained_bound_hits(
     before: AbstractModel, after: AbstractModel, tolerance: float = 1e-6
 ) -> list[dict]:
-    """The trainable bounded parameters that end on a bound (within `tolerance` relative): name, value, bound,
-    side. A parameter held at its bound moved, if at all, less than a step: `unchanged_parameters` misses it."""
-    hits = []
-    for name, _, v, low, high in _trained(before, after):
-        for side, bound in (("lower", low), ("upper", high)):
-            if np.isfinite(bound) and abs(v - bound) <= tolerance * (1.0 + abs(bound)):
-                hits.append({"name": name, "value": float(v), "bound": float(bound), "side": side})
-    return hits
+    """The trainable bounded parameters that end on a bound (`bound_hits`). A parameter held at its bound
+    moved, if at all, less than a step: `unchanged_parameters` misses it."""
+    _, lower, upper = physical_vector(before)
+    return bound_hits(physical_names(before), physical_vector(after)[0], lower, upper, tolerance)
 
 
 def collapsed_parameters(
     before: AbstractModel, after: AbstractModel, factor: float = 1e3
 ) -> list[dict]:
     """The trainable bounded parameters that moved by more than `factor` either way from a non-zero start."""
-    return [
-        {"name": name, "start": float(a), "value": float(b)}
-        for name, a, b, _, _ in _trained(before, after)
-        if a != 0 and (abs(b) * factor < abs(a) or abs(b) > factor * abs(a))
-    ]
+    start, end = physical_vector(before)[0], physical_vector(after)[0]
+    return collapses(physical_names(before), start, end, factor)

@@ -41,13 +41,14 @@ def bound_message(hit: dict, what: str) -> str:
     )
 
 
-def friction_fit_bounds(config, model) -> list[dict]:
+def friction_fit_bounds(config, model) -> list[dict] | None:
     """The friction coefficients the least-squares start (`model.friction.fit: lstsq`) left on their lower
-    bound 0: NNLS holds a coefficient there when the data asks for a negative one."""
+    bound 0 (NNLS holds a coefficient there when the data asks for a negative one); None for a model whose
+    friction is not started that way."""
     fc = getattr(config.model, "friction", None)
     friction = getattr(model, "friction", None)
     if fc is None or friction is None or fc.fit != "lstsq":
-        return []
+        return None
     names = model.coordinate_names
     hits = []
     for term, values in friction.values_by_term().items():
@@ -84,13 +85,12 @@ def identify_physics(
     magnitude is warned about and listed."""
     ic = config.model.identification
     ls_hits = friction_fit_bounds(config, model)
-    for hit in ls_hits:
+    for hit in ls_hits or []:
         _warn(config, bound_message(hit, "least-squares"))
     ls_record = (
-        {"method": "none", "friction_fit": "lstsq", "at_bound": ls_hits}
-        if getattr(getattr(config.model, "friction", None), "fit", None) == "lstsq"
-        and getattr(model, "friction", None) is not None
-        else None
+        None
+        if ls_hits is None
+        else {"method": "none", "friction_fit": "lstsq", "at_bound": ls_hits}
     )
     prior = model.physics_prior()
     if ic.method == "none" or prior is None:
@@ -113,7 +113,7 @@ def identify_physics(
         identified, record = _identify(config, prior, integrator, trajs, loss, dtype, progress)
         if validation is not None and record["kept_start"] is None:
             identified = _validate(config, prior, identified, integrator, loss, validation, record)
-        record["friction_fit_at_bound"] = ls_hits
+        record["friction_fit_at_bound"] = ls_hits or []
         _report(config, record, progress)
     record["physics"] = physics_summary(identified)
     model = copy_physics(model, identified).with_physics_trainable(ic.refine)

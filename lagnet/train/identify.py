@@ -29,6 +29,8 @@ from ..models.base import AbstractModel
 from ..models.consistency import describe_violation, mass_matrix_violation
 from ..models.physical import (
     _bounded_nodes,
+    bound_hits,
+    collapses,
     physical_names,
     physical_vector,
     with_physical_vector,
@@ -77,35 +79,14 @@ class Identification:
     kept_start: str | None = None
 
     def collapsed(self, factor: float = 1e3) -> list[dict]:
-        """The entries of θ that moved by more than `factor` in either direction from a non-zero start (a friction
-        2.2e-4 → 6e-9 is on no bound, yet the fit has switched the term off): name, start and value."""
+        """The entries of θ that moved by more than `factor` either way from a non-zero start (`collapses`)."""
         if self.theta0 is None:
             return []
-        out = []
-        for name, a, b in zip(physical_names(self.model), self.theta0, self.theta, strict=True):
-            if a != 0 and (abs(b) * factor < abs(a) or abs(b) > factor * abs(a)):
-                out.append({"name": name, "start": float(a), "value": float(b)})
-        return out
+        return collapses(physical_names(self.model), self.theta0, self.theta, factor)
 
     def at_bound(self, tolerance: float = 1e-9) -> list[dict]:
-        """The entries of θ that ended on a bound: name, value, bound and side ("lower" | "upper")."""
-        span = tolerance * (1.0 + np.abs(self.theta))
-        low = np.isfinite(self.lower) & (self.theta <= self.lower + span)
-        high = np.isfinite(self.upper) & (self.theta >= self.upper - span)
-        out = []
-        for name, v, lo, hi, a, b in zip(
-            physical_names(self.model), self.theta, self.lower, self.upper, low, high, strict=True
-        ):
-            if a or b:
-                out.append(
-                    {
-                        "name": name,
-                        "value": float(v),
-                        "bound": float(lo if a else hi),
-                        "side": "lower" if a else "upper",
-                    }
-                )
-        return out
+        """The entries of θ that ended on a bound: name, value, bound and side (`bound_hits`)."""
+        return bound_hits(physical_names(self.model), self.theta, self.lower, self.upper, tolerance)
 
 
 def _residual_fn(model, integrator, loss: StateLoss, batch, weights=None):

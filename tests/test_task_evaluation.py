@@ -1,8 +1,11 @@
-"""`lagnet evaluate RUN --control --task NAME --plant SPEC`: the LQR designed on a run's model, on a named task."""
+"""`lagnet evaluate RUN --control --task NAME --plant SPEC`: a controller designed on a run's model (the iLQR for a
+swing-up), on a named task from the task's starts."""
 
 import functools
 import json
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from lagnet.control import task_evaluation
@@ -14,15 +17,23 @@ from lagnet.systems import CartPole, DoublePendulum, Pendulum
 SMALL = dict(starts=2, seconds=1.0)
 
 
-def test_known_pendulum_balances_on_its_rig_and_on_itself():
+def test_known_pendulum_swings_up_on_itself_and_reads_the_rig_through_its_sensors():
     dyn = Dynamics(Pendulum(0.25, 0.5, 9.81), RK4(), 0.01)
-    rig = task_evaluation.evaluate_tasks(dyn, starts=3, seconds=2.0)
-    assert list(rig) == ["pendulum-swingup"]
-    r = rig["pendulum-swingup"]
-    assert (r["success"], r["starts"], r["plant"], r["sensing"]) == (3, 3, "rig", "sensors")
+    results = task_evaluation.evaluate_tasks(dyn, plant_spec="known", starts=2, seconds=5.0)
+    assert list(results) == ["pendulum-swingup"]
+    r, run = results["pendulum-swingup"]
+    # From hanging, below the torque that holds it level: only a swing-up gets there.
+    assert (r["success"], r["starts"], r["plant"], r["sensing"], r["controller"]) == (
+        2,
+        2,
+        "known",
+        "true",
+        "ilqr",
+    )
     assert 0 < r["median_ms"] <= r["p99_ms"]
-    model = task_evaluation.evaluate_tasks(dyn, plant_spec="model", **SMALL)["pendulum-swingup"]
-    assert (model["success"], model["plant"], model["sensing"]) == (2, "model", "true")
+    assert np.all(np.abs(run.xs[:, 0, 0]) < 0.2)
+    rig, _ = task_evaluation.evaluate_tasks(dyn, starts=1, seconds=1.0)["pendulum-swingup"]
+    assert (rig["plant"], rig["sensing"]) == ("rig", "sensors")
 
 
 def test_tasks_and_plants_are_checked_by_name():
@@ -32,27 +43,31 @@ def test_tasks_and_plants_are_checked_by_name():
         task_evaluation.resolve_tasks(Pendulum(), ["cartpole-swingup"])
     with pytest.raises(TaskMismatch, match="unknown plant 'hardware'; the plants are rig"):
         task_evaluation.check_plant_spec("hardware")
-    assert task_evaluation.default_task(CartPole()) == "cartpole-swingup"
-    assert task_evaluation.default_task(DoublePendulum.pendubot()) == "pendubot-swingup"
-    assert task_evaluation.default_task(DoublePendulum.acrobot()) == "acrobot-swingup"
-    for names in (None, ["pendubot-swingup"]):
-        with pytest.raises(TaskMismatch, match="drives both joints.*--task pendubot-swingup"):
-            task_evaluation.resolve_tasks(DoublePendulum(), names)
+    assert task_evaluation.default_tasks(CartPole()) == ["cartpole-swingup"]
+    assert task_evaluation.default_tasks(DoublePendulum.pendubot()) == ["pendubot-swingup"]
+    assert task_evaluation.default_tasks(DoublePendulum.acrobot()) == ["acrobot-swingup"]
+    # Both joints driven (the DFKI recordings): controlled through one joint at a time.
+    both = [t.name for t in task_evaluation.resolve_tasks(DoublePendulum(), None)]
+    assert both == ["pendubot-swingup", "acrobot-swingup"]
+    with pytest.raises(TaskMismatch, match="'pendubot-swingup' is for a DoublePendulum.*inputs on"):
+        task_evaluation.resolve_tasks(DoublePendulum.acrobot(), ["pendubot-swingup"])
 
 
-def test_double_pendulum_without_a_rig_runs_on_its_known_system():
-    dyn = Dynamics(DoublePendulum.pendubot(**_dfki()), RK4(), 0.01)
-    r = task_evaluation.evaluate_tasks(dyn, starts=2, seconds=2.0)["pendubot-swingup"]
-    assert (r["plant"], r["sensing"], r["starts"]) == ("known", "true", 2)
-    assert r["success"] == 2
-    with pytest.raises(TaskMismatch, match="has no simulated rig; use --plant known"):
-        task_evaluation.evaluate_tasks(dyn, plant_spec="rig", **SMALL)
+def test_a_double_pendulum_driving_both_joints_swings_up_as_a_pendubot():
+    from lagnet.control.tasks import DFKI, task
 
-
-def _dfki():
-    from lagnet.control.tasks import DFKI
-
-    return DFKI
+    both = Dynamics(DoublePendulum(**DFKI), RK4(), 0.002)
+    t = task("pendubot-swingup")
+    pendubot = task_evaluation.for_task(both, t)
+    x, u = jnp.array([0.3, -0.2, 0.5, 0.1]), jnp.array([1.5])
+    # Joint 1 driven, joint 2 free: the same as the pendubot built as one.
+    expected = Dynamics(DoublePendulum.pendubot(**DFKI), RK4(), 0.002).f(x, u)
+    np.testing.assert_allclose(pendubot.f(x, u), expected, rtol=1e-6)
+    assert pendubot.system.actuated == "shoulder" and pendubot.n_inputs == 1
+    r, _ = task_evaluation.evaluate_task(both, t, "known", starts=1, seconds=4.0)
+    assert (r["success"], r["plant"], r["sensing"]) == (1, "known", "true")
+    rig = task_evaluation.make_plant(pendubot, t, None)
+    assert rig.sensing == "sensors" and rig.dt == task_evaluation.CONTROL_PERIOD
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +110,8 @@ def test_cli_writes_a_control_entry_per_task(pendulum_run, capsys, monkeypatch):
     assert {"success", "starts", "median_ms", "p99_ms", "sensing"} <= set(entry)
     assert entry["starts"] == 2 and entry["sensing"] == "sensors" and entry["plant"] == "rig"
     report = (pendulum_run / "evaluation" / "report.md").read_text()
-    assert (
-        "- pendulum-swingup: LQR on the rig plant, from within 0.1 rad of the goal (balance): "
-        in report
-    )
+    assert "- pendulum-swingup: ILQR on the rig plant, from the task's starts: " in report
+    assert (pendulum_run / "evaluation" / "control_pendulum-swingup.png").stat().st_size > 0
     assert f"{entry['success']}/2 succeeded" in report and "read the sensors" in report
     assert main(["evaluate", run, "--control", "--plant", "known", "--no-plots"]) == 0
     entry = json.loads(metrics.read_text())["control"]["pendulum-swingup"]

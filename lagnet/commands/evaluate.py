@@ -88,22 +88,24 @@ def _control_options(p) -> None:
         help="also the closed loop on a named control task. A cart-pole run without --task or --plant: on the "
         "simulated true rig, LQR from 14 starts up to 0.4 rad from upright, MPC swing-up from 6 starts with its "
         "solve times, q̈ at rest and the linearisation against the rig's. Otherwise (any system with a task, "
-        "or --task/--plant): the LQR designed on the model for each task (a swing-up judged as a balance from "
-        "near upright), with its successes and solve times (metrics.json 'control', a report.md section)",
+        "or --task/--plant): a controller designed on the model for each task, from the task's starts (a "
+        "swing-up: the receding-horizon iLQR; a reach: the LQR), with its successes and solve times "
+        "(metrics.json 'control', a closed-loop figure and a report.md section)",
     )
     p.add_argument(
         "--task",
         nargs="+",
         metavar="NAME",
         help="with --control: the named task(s) (pendulum-swingup, cartpole-swingup, pendubot-swingup, "
-        "acrobot-swingup, arm-reach; default: the one made for the run's system)",
+        "acrobot-swingup, arm-reach; default: those made for the run's system; a double pendulum driving both "
+        "joints: the pendubot and the acrobot)",
     )
     p.add_argument(
         "--plant",
         metavar="SPEC",
-        help="with --control: what the controller runs on: rig (the system's simulated rig, read by its "
-        "sensors; the default where there is one), known (the run's known system; the default otherwise) or "
-        "model (the learned model itself)",
+        help="with --control: what the controller runs on: rig (the default: the system's simulated rig, "
+        "read by its sensors; the double pendulum's is the lab's model with its joint friction), known (the "
+        "run's known system, the true state) or model (the learned model itself, the true state)",
     )
     p.add_argument(
         "--seeds",

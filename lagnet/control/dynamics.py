@@ -20,6 +20,37 @@ StateLike = Float[ArrayLike, " state"]
 InputLike = Float[ArrayLike, " m"]
 
 
+class SelectedInputs(AbstractDynamics):
+    """A model driven through some of its inputs, the others held at zero:
+
+        q̈ = a(q, q̇, S u),   S the columns `columns` of the identity (m_model × m),
+
+    e.g. a double pendulum trained with both joints driven, controlled as a pendubot (joint 1 alone).
+    `system` is the known system as the selection leaves it (its input matrix B S)."""
+
+    model: AbstractDynamics
+    system: AbstractSystem
+    columns: tuple[int, ...] = eqx.field(static=True)
+
+    @property
+    def n_dof(self) -> int:
+        return self.model.n_dof
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.columns)
+
+    @property
+    def velocity_dependent(self) -> bool:
+        return self.model.velocity_dependent
+
+    def acceleration(self, q, qd, u=None):
+        full = jnp.zeros(self.model.n_inputs, jnp.result_type(q))
+        if u is not None:
+            full = full.at[jnp.asarray(self.columns)].set(u)
+        return self.model.acceleration(q, qd, full)
+
+
 @eqx.filter_jit
 def _state_derivative(model: AbstractDynamics, q, qd, u) -> State:
     """ẋ = (q̇, q̈(q, q̇, u)), compiled even when called eagerly: op by op, XLA rounds some fused products
@@ -75,7 +106,7 @@ class Dynamics(eqx.Module):
     @property
     def system(self) -> AbstractSystem:
         """The known system behind the model (the model itself when it is a plain system)."""
-        if isinstance(self.model, AbstractModel):
+        if isinstance(self.model, AbstractModel | SelectedInputs):
             return self.model.system
         if isinstance(self.model, AbstractSystem):
             return self.model

@@ -21,11 +21,18 @@ from .lqr import dlqr
 from .mpc import shift
 from .tasks import Task
 
-STEP_SIZES = (1.0, 0.5, 0.25, 0.1, 0.03)
+STEP_SIZES = (1.0, 0.5, 0.25, 0.1, 0.03, 0.01)
+# The regularisation μ of V_xx: divided or multiplied by MU_FACTOR per iteration, kept in [MU_MIN, MU_MAX].
+MU_FACTOR, MU_MIN, MU_MAX = 4.0, 1e-6, 1e6
 
 
 class ILQR(eqx.Module):
-    """min Σ_t l(x_t, u_t) + l_f(x_H) over u_{0..H−1} in the box, x_{t+1} = step(x_t, u_t); `solve(x0, plan)`."""
+    """min Σ_t l(x_t, u_t) + l_f(x_H) over u_{0..H−1} in the box, x_{t+1} = step(x_t, u_t); `solve(x0, plan)`.
+
+    The backward pass is regularised on the value's curvature, V_xx + μ I (Tassa, Erez and Todorov's choice: it
+    keeps the update's feedback consistent with the dynamics, unlike a damping of Q_uu alone). μ adapts: an
+    iteration that lowers the cost divides it by `MU_FACTOR`, one that fails multiplies it, from `regularisation`
+    within [`MU_MIN`, `MU_MAX`]."""
 
     step: Callable = eqx.field(static=True)
     stage: Callable = eqx.field(static=True)
@@ -46,21 +53,30 @@ class ILQR(eqx.Module):
     def total(self, xs, us):
         return jnp.sum(jax.vmap(self.stage)(xs[:-1], us)) + self.terminal(xs[-1])
 
-    def backward(self, xs, us):
-        """(k, K) of the update δu_t = k_t + K_t δx_t, clamped to the box."""
+    def backward(self, xs, us, mu=None):
+        """(k, K, ok) of the update δu_t = k_t + K_t δx_t, clamped to the box, with V_xx regularised by μ
+        (default: `regularisation`); ok is False where some Q_uu was not positive definite."""
+        mu = self.regularisation if mu is None else mu
         fx, fu = jax.vmap(jax.jacfwd(self.step, argnums=(0, 1)))(xs[:-1], us)
         lx, lu = jax.vmap(jax.grad(self.stage, argnums=(0, 1)))(xs[:-1], us)
         (lxx, lxu), (_, luu) = jax.vmap(jax.hessian(self.stage, argnums=(0, 1)))(xs[:-1], us)
-        vx, vxx = jax.grad(self.terminal)(xs[-1]), jax.hessian(self.terminal)(xs[-1])
-        eye = self.regularisation * jnp.eye(us.shape[1])
+        # A cost that is not convex in x (a wrapped angle's 1 − cos) has an indefinite Hessian, and through
+        # unstable dynamics V_xx then grows indefinite beyond any μ: keep its positive part (Gauss–Newton's).
+        lxx = jax.vmap(_positive_part)(lxx)
+        vx, vxx = (
+            jax.grad(self.terminal)(xs[-1]),
+            _positive_part(jax.hessian(self.terminal)(xs[-1])),
+        )
+        shift_x = mu * jnp.eye(xs.shape[1])
 
         def body(carry, t):
             vx, vxx = carry
             a, b, u = fx[t], fu[t], us[t]
             qx, qu = lx[t] + a.T @ vx, lu[t] + b.T @ vx
             qxx = lxx[t] + a.T @ vxx @ a
-            quu = luu[t] + b.T @ vxx @ b + eye
-            qux = lxu[t].T + b.T @ vxx @ a
+            quu = luu[t] + b.T @ (vxx + shift_x) @ b
+            qux = lxu[t].T + b.T @ (vxx + shift_x) @ a
+            definite = jnp.min(jnp.linalg.eigvalsh(0.5 * (quu + quu.T))) > 0
             k_free = -jnp.linalg.solve(quu, qu)
             gain = -jnp.linalg.solve(quu, qux)
             # Clamp: an input pushed out of the box stays on it, and its feedback is cut.
@@ -70,10 +86,12 @@ class ILQR(eqx.Module):
             gain = jnp.where(clamped[:, None], 0.0, gain)
             vx = qx + gain.T @ quu @ k + gain.T @ qu + qux.T @ k
             vxx = qxx + gain.T @ quu @ gain + gain.T @ qux + qux.T @ gain
-            return (vx, 0.5 * (vxx + vxx.T)), (k, gain)
+            return (vx, 0.5 * (vxx + vxx.T)), (k, gain, definite)
 
-        _, (k, gain) = jax.lax.scan(body, (vx, vxx), jnp.arange(us.shape[0]), reverse=True)
-        return k, gain
+        steps = jnp.arange(us.shape[0])
+        _, (k, gain, definite) = jax.lax.scan(body, (vx, vxx), steps, reverse=True)
+        ok = jnp.all(definite) & jnp.all(jnp.isfinite(k)) & jnp.all(jnp.isfinite(gain))
+        return jnp.nan_to_num(k), jnp.nan_to_num(gain), ok
 
     def forward(self, x0, xs, us, k, gain, alpha):
         def body(x, inputs):
@@ -91,22 +109,28 @@ class ILQR(eqx.Module):
         xs = self.rollout(x0, us)
 
         def iteration(carry, _):
-            xs, us, cost = carry
-            k, gain = self.backward(xs, us)
+            xs, us, cost, mu = carry
+            k, gain, ok = self.backward(xs, us, mu)
             tries = jax.vmap(lambda a: self.forward(x0, xs, us, k, gain, a))(
                 jnp.asarray(STEP_SIZES)
             )
             best = jnp.argmin(jnp.where(jnp.isfinite(tries[2]), tries[2], jnp.inf))
-            better = tries[2][best] < cost
+            better = ok & (tries[2][best] < cost)
             pick = jax.tree.map(
                 lambda new, old: jnp.where(better, new[best], old), tries, (xs, us, cost)
             )
-            return pick, None
+            mu = jnp.clip(jnp.where(better, mu / MU_FACTOR, mu * MU_FACTOR), MU_MIN, MU_MAX)
+            return (*pick, mu), None
 
-        (xs, us, cost), _ = jax.lax.scan(
-            iteration, (xs, us, self.total(xs, us)), None, self.iterations
-        )
+        start = (xs, us, self.total(xs, us), jnp.asarray(self.regularisation, xs.dtype))
+        (xs, us, cost, _), _ = jax.lax.scan(iteration, start, None, self.iterations)
         return us, cost
+
+
+def _positive_part(h):
+    """The symmetric matrix h with its negative eigenvalues set to zero."""
+    w, v = jnp.linalg.eigh(0.5 * (h + h.T))
+    return (v * jnp.maximum(w, 0.0)) @ v.T
 
 
 @eqx.filter_jit
@@ -114,12 +138,13 @@ def _solve(solver: ILQR, x0, plan):
     return solver.solve(x0, plan)
 
 
-def smooth_cost(task: Task) -> tuple[Callable, Callable]:
+def smooth_cost(task: Task, running: float = 1.0) -> tuple[Callable, Callable]:
     """(stage, error): the task's cost with each angle error d replaced by 2 sin(d / 2) (d² by 2 (1 − cos d):
-    the same to second order at the goal, smooth and bounded all the way round), and that error."""
+    the same to second order at the goal, smooth and bounded all the way round), its state term scaled by
+    `running`, and that error."""
     angles = jnp.asarray(task.angles)
     goal, u_goal = jnp.asarray(task.goal), jnp.asarray(task.u_goal)
-    q, r = jnp.asarray(task.q), jnp.asarray(task.r)
+    q, r = running * jnp.asarray(task.q), jnp.asarray(task.r)
 
     def error(x):
         d = x - goal
@@ -132,13 +157,31 @@ def smooth_cost(task: Task) -> tuple[Callable, Callable]:
     return stage, error
 
 
+# Per task, the iLQR's options (horizon in seconds; the rest as `ILQRController` takes them), chosen on validation
+# starts by benchmarks/control_tasks.py. The double pendulum's plan is mostly its terminal cost (the running state
+# cost a hundredth of the task's, the terminal ten times Q): a plan that must hurry to the top through a
+# cheap-torque running cost finds the swing-up; and no LQR takes over at the top, where the joints' Coulomb
+# friction is stronger than gravity's pull at small tilts, which a linearisation at rest misreads.
+TASK_OPTIONS = {
+    "pendulum-swingup": dict(horizon_s=1.6, first_iterations=50),
+    "pendubot-swingup": dict(
+        horizon_s=1.5, first_iterations=100, running=0.01, terminal=10.0, catch=0.0
+    ),
+    "acrobot-swingup": dict(
+        horizon_s=1.5, first_iterations=100, running=0.01, terminal=10.0, catch=0.0
+    ),
+}
+
+
 class ILQRController(AbstractController):
     """Receding-horizon iLQR of `dyn` at period dt for `task`: each call solves `iterations` steps warm-started
     from the previous plan shifted by one step (`first_iterations` on the first call of a run) and applies its
     first input; `substeps` model steps make one period. Within `catch` of the goal (the task's wrapped error,
-    per state entry) the task's LQR takes over.
+    per state entry; 0: never) the task's LQR takes over.
 
-    The terminal cost is the LQR's cost-to-go eᵀPe, so the plan aims for where the LQR holds."""
+    The running cost is the task's with its state term scaled by `running`; the terminal cost is the LQR's
+    cost-to-go eᵀPe (so the plan aims for where the LQR holds), or `terminal`·eᵀQe when given.
+    `ILQRController.for_task` takes a named task's chosen options (`TASK_OPTIONS`)."""
 
     def __init__(
         self,
@@ -151,6 +194,8 @@ class ILQRController(AbstractController):
         first_iterations: int = 60,
         substeps: int = 1,
         catch=None,
+        running: float = 1.0,
+        terminal: float | None = None,
         seed: int = 0,
     ):
         def step(x, u):
@@ -163,8 +208,8 @@ class ILQRController(AbstractController):
         a, b = jax.jacfwd(step, argnums=(0, 1))(x, u)
         k, p = dlqr(a, b, task.q, task.r)
         self.lqr = LQRController(k, task)
-        stage, error = smooth_cost(task)
-        p = jnp.asarray(p)
+        stage, error = smooth_cost(task, running)
+        p = jnp.asarray(p) if terminal is None else terminal * jnp.asarray(task.q)
 
         def terminal(x):
             e = error(x)
@@ -185,6 +230,16 @@ class ILQRController(AbstractController):
         rng = np.random.default_rng(seed)
         self.plan0 = jnp.asarray(0.3 * task.u_max * rng.standard_normal((horizon, task.u_max.size)))
         self.plan, self.cold_next = self.plan0, True
+
+    @classmethod
+    def for_task(cls, dyn: Dynamics, task: Task, dt: float, **options) -> "ILQRController":
+        """The controller with the task's `TASK_OPTIONS` (what `options` does not override); the horizon in
+        seconds (`horizon_s`) becomes periods of dt."""
+        chosen = TASK_OPTIONS.get(task.name, {}) | options
+        horizon_s = chosen.pop("horizon_s", None)
+        if horizon_s is not None and "horizon" not in chosen:
+            chosen["horizon"] = max(int(round(horizon_s / dt)), 1)
+        return cls(dyn, task, dt, **chosen)
 
     def reset(self, x0) -> None:
         x0 = jnp.asarray(x0)

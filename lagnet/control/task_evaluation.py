@@ -1,65 +1,87 @@
 """A run's model judged on a named task (`lagnet evaluate RUN --control --task NAME [--plant SPEC]`).
 
-For every system that has a task (`lagnet.control.tasks.TASKS`): the discrete LQR designed on the run's model
-(`LQRController.design`, linearised at the task's goal, stepped at the plant's period) runs on a plant for the
-task, with `run_task`. A swing-up task is judged as a balance: the LQR is a balancing controller, so its starts
-are the task's goal tilted by up to `BALANCE_TILT` rad on each angle, at rest, with the task's success test.
-Other tasks (the arm's reach) run from their own starts.
+For every system that has a task (`lagnet.control.tasks.TASKS`), a controller designed on the run's model runs on
+a plant for the task, from the task's own starts, with `run_task`: the receding-horizon iLQR
+(`ILQRController.for_task`, the task's chosen options) for a swing-up, the discrete LQR (`LQRController.design`,
+linearised at the goal) for a reach.
 
-The plants (`PLANTS`): `rig` (the default where the system has a simulated rig: `PendulumRig`, `CartPoleRig`,
-`ArmRig`; the controller reads the rig's sensors), `known` (the run's known system integrated, the true state;
-the default for a system without a rig, such as the double pendulum) and `model` (the learned model itself
+The plants (`PLANTS`): `rig` (the default: the system's simulated rig read by its sensors: `PendulumRig`,
+`CartPoleRig`, `ArmRig`, and for the double pendulum the lab's identified model with its joint friction,
+`dfki_rig`), `known` (the run's known system integrated, the true state) and `model` (the learned model itself
 integrated, the true state: the controller on its own model).
+
+A double pendulum trained with both joints driven (the DFKI recordings) is controlled through one input at a
+time (`SelectedInputs`): as the pendubot and as the acrobot, its default tasks.
 
 The cart-pole's LQR + MPC evaluation on its rig (`lagnet.control.evaluation`) stays the default for a cart-pole
 run; this is what `--task` or `--plant` ask for.
 """
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ..simulate import ArmRig, CartPoleRig, PendulumRig
 from ..systems import CartPole, DoublePendulum, Pendulum
 from ..systems.base import AbstractSystem
 from .controllers import LQRController
-from .dynamics import Dynamics
+from .dynamics import Dynamics, SelectedInputs
 from .evaluation import write_control
+from .ilqr import ILQRController
 from .plant import AbstractPlant, RigPlant, SystemPlant
-from .task_loop import run_task
-from .tasks import TASKS, Task, TaskMismatch, task
+from .task_loop import TaskRun, run_task
+from .tasks import TASKS, Task, TaskMismatch, dfki_rig, task
 
-# rad: a balance starts within this of the goal on each angle, at rest.
-BALANCE_TILT = 0.1
+# s: the control period of a plant integrated here (a simulated rig has its own).
+CONTROL_PERIOD = 0.01
 PLANTS = {
-    "rig": "the system's simulated rig, read by its sensors",
+    "rig": "the system's simulated rig (the double pendulum: the lab's model with its joint friction), read by "
+    "its sensors",
     "known": "the run's known system integrated, the true state",
     "model": "the learned model itself integrated, the true state",
 }
 _DOUBLE_PENDULUM_TASKS = {"shoulder": "pendubot-swingup", "elbow": "acrobot-swingup"}
 
 
-def default_task(system: AbstractSystem) -> str:
-    """The task made for `system`'s kind; a `TaskMismatch` naming what to do where there is none."""
+def default_tasks(system: AbstractSystem) -> list[str]:
+    """The tasks made for `system`'s kind (a double pendulum driving both joints: as the pendubot and as the
+    acrobot); a `TaskMismatch` naming the tasks where there is none."""
     if isinstance(system, Pendulum):
-        return "pendulum-swingup"
+        return ["pendulum-swingup"]
     if isinstance(system, CartPole):
-        return "cartpole-swingup"
+        return ["cartpole-swingup"]
     if isinstance(system, DoublePendulum):
-        if system.actuated in _DOUBLE_PENDULUM_TASKS:
-            return _DOUBLE_PENDULUM_TASKS[system.actuated]
-        raise TaskMismatch(
-            f"the run's double pendulum drives both joints (actuated={system.actuated!r}); the double "
-            "pendulum's tasks are under-actuated: pendubot-swingup (joint 1 driven) and acrobot-swingup "
-            "(joint 2 driven). Train a model that drives joint 1 (system.name: pendubot) and evaluate it "
-            "with --task pendubot-swingup (or joint 2, system.name: acrobot, and --task acrobot-swingup)"
+        return (
+            [_DOUBLE_PENDULUM_TASKS[system.actuated]]
+            if system.actuated in _DOUBLE_PENDULUM_TASKS
+            else (list(_DOUBLE_PENDULUM_TASKS.values()))
         )
     if type(system).__name__ == "RigidBodyTree" and system.n_dof == 7:
-        return "arm-reach"
+        return ["arm-reach"]
     raise TaskMismatch(
         f"no task is made for a {type(system).__name__} system; the tasks are {', '.join(sorted(TASKS))}"
     )
+
+
+def for_task(dyn: Dynamics, t: Task) -> Dynamics:
+    """`dyn` as task `t` drives it: itself when its system is the task's kind; a double pendulum driving both
+    joints through the task's joint alone (`SelectedInputs`); else a `TaskMismatch` naming the difference."""
+    system = dyn.system
+    both = isinstance(system, DoublePendulum) and system.actuated == "both"
+    if not (both and isinstance(t.system, DoublePendulum) and t.system.actuated != "both"):
+        t.check(system, "the run's model")
+        return dyn
+    if dyn.history.lags:
+        raise TaskMismatch(
+            f"task {t.name!r}: the run's model reads an input history; it cannot be driven through one joint"
+        )
+    column = {"shoulder": 0, "elbow": 1}[t.system.actuated]
+    selected = SelectedInputs(dyn.model, system.with_actuation(t.system.actuated), (column,))
+    return dataclasses.replace(dyn, model=selected)
 
 
 def check_plant_spec(spec: str | None) -> None:
@@ -72,45 +94,50 @@ def check_plant_spec(spec: str | None) -> None:
 
 
 def resolve_tasks(system: AbstractSystem, names: list[str] | None) -> list[Task]:
-    """The tasks `names` (default: `default_task(system)`), each checked against `system`: a `TaskMismatch`
-    naming an unknown task or one posed for another system, before anything runs."""
-    tasks = [task(name) for name in (names or [default_task(system)])]
-    if isinstance(system, DoublePendulum):
-        default_task(system)  # a fully actuated one has no task: say what to do instead
+    """The tasks `names` (default: `default_tasks(system)`), each checked against `system` (`for_task`'s
+    rule): a `TaskMismatch` naming an unknown task or one posed for another system, before anything runs."""
+    tasks = [task(name) for name in (names or default_tasks(system))]
+    both = isinstance(system, DoublePendulum) and system.actuated == "both"
     for t in tasks:
-        t.check(system, "the run's model")
+        if not (both and isinstance(t.system, DoublePendulum)):
+            t.check(system, "the run's model")
     return tasks
 
 
-def _rig(t: Task):
+def _rig(t: Task, seed: int):
     if isinstance(t.system, Pendulum):
-        return PendulumRig()
+        return RigPlant(PendulumRig(), seed=seed)
     if isinstance(t.system, CartPole):
-        return CartPoleRig()
+        return RigPlant(CartPoleRig(), seed=seed)
+    if isinstance(t.system, DoublePendulum):
+        return dfki_rig(t.system.actuated, CONTROL_PERIOD, seed=seed)
     if t.name == "arm-reach":
-        return ArmRig()
+        return RigPlant(ArmRig(), seed=seed)
     return None
 
 
-def make_plant(dyn: Dynamics, t: Task, spec: str | None) -> AbstractPlant:
-    """The plant `spec` (`PLANTS`; None: the rig where the task's system has one, else `known`) for task `t`."""
+def make_plant(dyn: Dynamics, t: Task, spec: str | None, seed: int = 0) -> AbstractPlant:
+    """The plant `spec` (`PLANTS`; None: the rig where the task's system has one, else `known`) for task `t`;
+    `dyn` as `for_task` gives it."""
     check_plant_spec(spec)
-    rig = _rig(t)
+    rig = _rig(t, seed) if spec in (None, "rig") else None
     if spec == "rig" and rig is None:
         raise TaskMismatch(
             f"task {t.name!r}: its system ({type(t.system).__name__}) has no simulated rig; use --plant known "
             "or --plant model"
         )
-    if spec in (None, "rig") and rig is not None:
-        return RigPlant(rig)
+    if rig is not None:
+        return rig
     dynamics = dyn.system if spec in (None, "known") else dyn.model
-    return SystemPlant(dynamics, dyn.dt, t.u_max)
+    return SystemPlant(dynamics, CONTROL_PERIOD, t.u_max, substeps=8)
 
 
-def balance(t: Task) -> Task:
-    """The task posed as a balance at its goal: starts within ±BALANCE_TILT of the goal's angles, at rest."""
-    spread = np.where(t.angles, BALANCE_TILT, 0.0)
-    return dataclasses.replace(t, start=t.goal, start_spread=spread)
+def controller_for(dyn: Dynamics, t: Task, dt: float):
+    """(name, controller) designed on `dyn` for task `t` at period dt: the iLQR with the task's options for a
+    swing-up, the LQR for anything else."""
+    if t.name.endswith("-swingup"):
+        return "ilqr", ILQRController.for_task(dyn, t, dt)
+    return "lqr", LQRController.design(dyn, t, dt)
 
 
 def evaluate_task(
@@ -120,30 +147,33 @@ def evaluate_task(
     *,
     starts: int = 6,
     seconds: float | None = None,
-) -> dict[str, Any]:
-    """The LQR designed on `dyn` for task `t` run on the plant `plant_spec`: `TaskRun.summary()` (success,
-    starts, median_ms, p99_ms, sensing) with the plant, the controller and where the runs started. `seconds`
-    shortens the task (its hold kept, or the second half of the run when shorter)."""
-    plant = make_plant(dyn, t, plant_spec)
-    swing = t.name.endswith("-swingup")
-    posed = balance(t) if swing else t
+    seed: int = 0,
+) -> tuple[dict[str, Any], TaskRun]:
+    """(`TaskRun.summary()` (success, starts, median_ms, p99_ms, sensing) with the plant and the controller,
+    the runs) of the controller designed on `dyn` for task `t` on the plant `plant_spec`, from `starts` of the
+    task's starts (drawn with `seed`). `seconds` shortens the task (its hold kept, or the second half of the
+    run when shorter)."""
+    dyn = for_task(dyn, t)
+    plant = make_plant(dyn, t, plant_spec, seed)
     if seconds is not None:
-        posed = dataclasses.replace(posed, seconds=seconds, hold=min(posed.hold, seconds / 2))
-    controller = LQRController.design(dyn, posed, plant.dt)
-    run = run_task(controller, plant, posed, count=starts)
-    return run.summary() | {
-        "plant": plant_spec or ("rig" if isinstance(plant, RigPlant) else "known"),
-        "controller": "lqr",
-        "from": f"within {BALANCE_TILT} rad of the goal (balance)"
-        if swing
-        else "the task's starts",
+        t = dataclasses.replace(t, seconds=seconds, hold=min(t.hold, seconds / 2))
+    name, controller = controller_for(dyn, t, plant.dt)
+    run = run_task(controller, plant, t, count=starts, seed=seed)
+    summary = run.summary() | {
+        "plant": plant_spec
+        or ("known" if isinstance(plant, SystemPlant) and plant.sensing == "true" else "rig"),
+        "controller": name,
+        "from": "the task's starts",
+        "seconds": t.seconds,
+        "hold": t.hold,
     }
+    return summary, run
 
 
 def evaluate_tasks(
     dyn: Dynamics, names: list[str] | None = None, plant_spec: str | None = None, **kwargs
-) -> dict[str, dict[str, Any]]:
-    """metrics["control"] of a model on tasks `names` (default: its system's): {task name: `evaluate_task`}."""
+) -> dict[str, tuple[dict[str, Any], TaskRun]]:
+    """{task name: `evaluate_task`} of a model on tasks `names` (default: its system's)."""
     check_plant_spec(plant_spec)
     return {
         t.name: evaluate_task(dyn, t, plant_spec, **kwargs)
@@ -157,15 +187,61 @@ _READ = {"true": "the true state", "sensors": "the sensors"}
 def evaluate_run_tasks(
     run_dir: str, out: str | None, dyn: Dynamics, names=None, plant_spec=None, **kwargs
 ) -> dict[str, dict[str, Any]]:
-    """`evaluate_tasks` of a run's loaded model `dyn`, written into OUT/metrics.json's "control" and appended to
-    OUT/report.md (OUT: `out` or RUN_DIR/evaluation); returns the control metrics."""
-    control = evaluate_tasks(dyn, names, plant_spec, **kwargs)
-    write_control(run_dir, out, control, tasks_section(control))
+    """`evaluate_tasks` of a run's loaded model `dyn`, written into OUT/metrics.json's "control", with a
+    closed-loop figure per task (OUT/control_TASK.png) and a section appended to OUT/report.md (OUT: `out` or
+    RUN_DIR/evaluation); returns the control metrics."""
+    results = evaluate_tasks(dyn, names, plant_spec, **kwargs)
+    folder = Path(out) if out else Path(run_dir) / "evaluation"
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = {}
+    for name, (_, run) in results.items():
+        t = task(name)
+        figures[name] = f"control_{name}.png"
+        closed_loop_figure(run, t, for_task(dyn, t).system, folder / figures[name])
+    control = {name: summary for name, (summary, _) in results.items()}
+    write_control(run_dir, out, control, tasks_section(control, figures))
     return control
 
 
-def tasks_section(control: dict[str, dict[str, Any]]) -> str:
-    """The report.md section of the task evaluation: a line per task (markdown)."""
+def closed_loop_figure(run: TaskRun, t: Task, system: AbstractSystem, path) -> None:
+    """The first start's closed loop against time: the coordinates' errors from the goal, the input and the
+    energy E = T + V of `system`, with the task's success window (its last `hold` s) shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs, us, n = run.xs[0], run.us[0], system.n_dof
+    time_s = run.dt * np.arange(xs.shape[0])
+    finite = np.all(np.isfinite(xs), axis=1)
+    energy = np.full(xs.shape[0], np.nan)
+    energy[finite] = np.asarray(
+        jax.vmap(system.energy)(jnp.asarray(xs[finite, :n]), jnp.asarray(xs[finite, n:]))
+    )
+    fig, axes = plt.subplots(3, 1, figsize=(7, 6), sharex=True)
+    error = np.asarray(t.error(xs))[:, :n]
+    for i, label in enumerate(system.state_names[:n]):
+        axes[0].plot(time_s, error[:, i], label=label)
+    axes[0].set_ylabel("q − q* (wrapped)")
+    axes[0].legend(loc="upper right", fontsize=7)
+    axes[1].step(time_s[:-1], us, where="post")
+    axes[1].set_ylabel("u")
+    axes[2].plot(time_s, energy)
+    axes[2].set_ylabel("E = T + V")
+    axes[2].set_xlabel("t (s)")
+    for ax in axes:
+        ax.axvspan(t.seconds - t.hold, t.seconds, color="green", alpha=0.1)
+    axes[0].set_title(
+        f"{t.name}: start 1 of {run.xs.shape[0]}, {'held' if run.success[0] else 'not held'} "
+        "(shaded: the success window)"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def tasks_section(control: dict[str, dict[str, Any]], figures: dict[str, str] | None = None) -> str:
+    """The report.md section of the task evaluation: a line per task, and its figure (markdown)."""
     lines = ["## Control on named tasks", ""]
     for name, c in control.items():
         lines.append(
@@ -173,4 +249,6 @@ def tasks_section(control: dict[str, dict[str, Any]]) -> str:
             f"{c['success']}/{c['starts']} succeeded; solve time median {c['median_ms']:.2f} ms, "
             f"p99 {c['p99_ms']:.2f} ms; the controller read {_READ[c['sensing']]}"
         )
+    for name, figure in (figures or {}).items():
+        lines += ["", f"![{name}: the closed loop]({figure})"]
     return "\n".join(lines) + "\n"

@@ -70,6 +70,8 @@ OUTPUTS = (
     "energy.png",
     "learned_force.png",
 )
+# `--control` adds a closed-loop figure per task: control_TASK.png.
+CONTROL_FIGURE_PREFIX = "control_"
 COVERAGE_WARNING = 0.05
 
 
@@ -269,7 +271,11 @@ def _prepare_output(out_dir: str) -> str:
     files the evaluation does not write: they would be replaced with it)."""
     check_writable(out_dir, "the evaluation")
     if os.path.isdir(out_dir):
-        foreign = sorted(e for e in os.listdir(out_dir) if e not in OUTPUTS)
+        foreign = sorted(
+            e
+            for e in os.listdir(out_dir)
+            if e not in OUTPUTS and not (e.startswith(CONTROL_FIGURE_PREFIX) and e.endswith(".png"))
+        )
         if foreign:
             raise ValueError(
                 f"{out_dir} holds files that an evaluation does not write ({', '.join(foreign[:5])}): the "

@@ -1,5 +1,6 @@
 """A double pendulum (two links, revolute joints); acrobot and pendubot are its under-actuated versions."""
 
+import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
@@ -191,6 +192,14 @@ class DoublePendulum(AbstractSystem):
         )
         raise1 = jnp.maximum(jnp.max(need), 0.0)
         return eqx.tree_at(lambda s: (s.I1, s.I2), self, (self.I1 + raise1, self.I2 + raise2))
+
+    def with_actuation(self, actuated: str) -> "DoublePendulum":
+        """The same links driven at `actuated` ("both", "elbow" or "shoulder")."""
+        if actuated not in _ACTUATION:
+            raise ValueError(
+                f"DoublePendulum.actuated must be one of {sorted(_ACTUATION)}, got {actuated!r}"
+            )
+        return dataclasses.replace(self, actuated=actuated)
 
     @classmethod
     def acrobot(cls, **params) -> "DoublePendulum":

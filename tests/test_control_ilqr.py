@@ -57,3 +57,43 @@ def test_ilqr_swings_up_the_torque_limited_pendulum_that_lqr_cannot():
     ilqr = ILQRController(model, swing, dt, horizon=80, iterations=3, first_iterations=50)
     assert run_task(ilqr, plant, swing, hanging).success.all()
     assert not run_task(LQRController.design(model, swing, dt), plant, swing, hanging).success.any()
+
+
+def test_a_wrapped_angle_cost_keeps_the_backward_pass_definite_on_the_acrobot():
+    # From hanging, the wrapped cost 2(1 − cos d) curves downward (d ≈ π); through the acrobot's unstable
+    # dynamics an indefinite curvature would make Q_uu indefinite everywhere. Its positive part keeps every
+    # Q_uu definite, and the iterations descend.
+    from lagnet.control.ilqr import smooth_cost
+
+    t = task("acrobot-swingup")
+    dyn = Dynamics(t.system, RK4(), 0.02)
+    stage, error = smooth_cost(t, running=0.01)
+    q = jnp.asarray(t.q)
+    solver = ILQR(
+        step=lambda x, u: dyn.step(x, u, 0.02),
+        stage=stage,
+        terminal=lambda x: 10.0 * error(x) @ q @ error(x),
+        u_min=jnp.asarray(-t.u_max),
+        u_max=jnp.asarray(t.u_max),
+        iterations=20,
+    )
+    x0 = jnp.array([0.02, 0.0, 0.0, 0.0])
+    plan = jnp.asarray(3.0 * np.random.default_rng(0).standard_normal((100, 1)))
+    xs = solver.rollout(x0, plan)
+    assert bool(solver.backward(xs, plan)[2])
+    _, cost = solver.solve(x0, plan)
+    assert cost < 0.5 * solver.total(xs, plan)
+
+
+def test_a_steep_friction_at_rest_gets_the_substeps_that_keep_rk4_stable():
+    from lagnet.control.ilqr import STABLE_STEP, stable_substeps
+    from lagnet.control.tasks import dfki_plant
+
+    t = task("pendubot-swingup")
+    assert stable_substeps(Dynamics(t.system, RK4(), 0.01), t, 0.01) == 1
+    # The lab's Coulomb friction, smoothed over 0.01 rad/s: a mode of c / (ε I) ≈ 10² s⁻¹ at rest.
+    stiff = Dynamics(dfki_plant("shoulder"), RK4(), 0.01)
+    n = stable_substeps(stiff, t, 0.01)
+    jac = jax.jacfwd(stiff.f)(jnp.asarray(t.goal), jnp.asarray(t.u_goal))
+    rho = np.max(np.abs(np.linalg.eigvals(np.asarray(jac))))
+    assert n > 1 and 0.01 / n * rho <= STABLE_STEP < 0.01 / (n - 1) * rho

@@ -2,10 +2,11 @@
 
 Each iteration linearises the step and expands the cost to second order along the current plan, solves the
 Riccati recursion backwards for an update δu_t = k_t + K_t δx_t, and rolls it forward with a line search over a few
-step sizes at once (vmapped; the best that lowers the cost is kept). Inputs stay within u_min ≤ u ≤ u_max: where the
-updated input would leave the box it is clamped there and its feedback row zeroed (Tassa, Mansard and Todorov's
-clamping, exact for one input). `ILQRController` solves once per control period warm-started from the previous plan
-shifted by one step, and hands over to the task's LQR near the goal.
+step sizes at once (vmapped; the best that lowers the cost is kept). The cost's curvature in x keeps only its
+positive part (Gauss–Newton's), and V_xx is regularised by an adaptive μ. Inputs stay within u_min ≤ u ≤ u_max:
+where the updated input would leave the box it is clamped there and its feedback row zeroed (Tassa, Mansard and
+Todorov's clamping, exact for one input). `ILQRController` solves once per control period warm-started from the
+previous plan shifted by one step, optionally handing over to the task's LQR near the goal.
 """
 
 from collections.abc import Callable
@@ -127,6 +128,21 @@ class ILQR(eqx.Module):
         return us, cost
 
 
+# RK4 is stable for h·|λ| up to about 2.8 on the negative real axis; keep the fastest mode well inside.
+STABLE_STEP = 1.5
+MAX_SUBSTEPS = 8
+
+
+def stable_substeps(dyn: Dynamics, task: Task, dt: float) -> int:
+    """The model steps per control period that keep RK4 stable at the goal: ⌈dt ρ(∂f/∂x) / STABLE_STEP⌉ (at
+    most MAX_SUBSTEPS), ρ the spectral radius of the model's Jacobian at the goal and its holding input. A
+    friction law's steep slope at rest (a Coulomb term's c/ε) is such a fast mode, found exactly where a
+    balancing controller works."""
+    jac = jax.jacfwd(dyn.f)(jnp.asarray(task.goal), jnp.asarray(task.u_goal))
+    rho = float(np.max(np.abs(np.linalg.eigvals(np.asarray(jac, float)))))
+    return int(min(max(np.ceil(dt * rho / STABLE_STEP), 1), MAX_SUBSTEPS))
+
+
 def _positive_part(h):
     """The symmetric matrix h with its negative eigenvalues set to zero."""
     w, v = jnp.linalg.eigh(0.5 * (h + h.T))
@@ -234,11 +250,13 @@ class ILQRController(AbstractController):
     @classmethod
     def for_task(cls, dyn: Dynamics, task: Task, dt: float, **options) -> "ILQRController":
         """The controller with the task's `TASK_OPTIONS` (what `options` does not override); the horizon in
-        seconds (`horizon_s`) becomes periods of dt."""
+        seconds (`horizon_s`) becomes periods of dt, and the model's sub-steps are `stable_substeps` unless
+        given."""
         chosen = TASK_OPTIONS.get(task.name, {}) | options
         horizon_s = chosen.pop("horizon_s", None)
         if horizon_s is not None and "horizon" not in chosen:
             chosen["horizon"] = max(int(round(horizon_s / dt)), 1)
+        chosen.setdefault("substeps", stable_substeps(dyn, task, dt))
         return cls(dyn, task, dt, **chosen)
 
     def reset(self, x0) -> None:

@@ -132,11 +132,11 @@ def make_plant(dyn: Dynamics, t: Task, spec: str | None, seed: int = 0) -> Abstr
     return SystemPlant(dynamics, CONTROL_PERIOD, t.u_max, substeps=8)
 
 
-def controller_for(dyn: Dynamics, t: Task, dt: float):
-    """(name, controller) designed on `dyn` for task `t` at period dt: the iLQR with the task's options for a
-    swing-up, the LQR for anything else."""
+def controller_for(dyn: Dynamics, t: Task, dt: float, **options):
+    """(name, controller) designed on `dyn` for task `t` at period dt: the iLQR with the task's options (those
+    `options` does not override) for a swing-up, the LQR for anything else."""
     if t.name.endswith("-swingup"):
-        return "ilqr", ILQRController.for_task(dyn, t, dt)
+        return "ilqr", ILQRController.for_task(dyn, t, dt, **options)
     return "lqr", LQRController.design(dyn, t, dt)
 
 
@@ -148,16 +148,17 @@ def evaluate_task(
     starts: int = 6,
     seconds: float | None = None,
     seed: int = 0,
+    options: dict | None = None,
 ) -> tuple[dict[str, Any], TaskRun]:
     """(`TaskRun.summary()` (success, starts, median_ms, p99_ms, sensing) with the plant and the controller,
     the runs) of the controller designed on `dyn` for task `t` on the plant `plant_spec`, from `starts` of the
-    task's starts (drawn with `seed`). `seconds` shortens the task (its hold kept, or the second half of the
-    run when shorter)."""
+    task's starts (drawn with `seed`); `options` overrides the controller's. `seconds` shortens the task (its
+    hold kept, or the second half of the run when shorter)."""
     dyn = for_task(dyn, t)
     plant = make_plant(dyn, t, plant_spec, seed)
     if seconds is not None:
         t = dataclasses.replace(t, seconds=seconds, hold=min(t.hold, seconds / 2))
-    name, controller = controller_for(dyn, t, plant.dt)
+    name, controller = controller_for(dyn, t, plant.dt, **(options or {}))
     run = run_task(controller, plant, t, count=starts, seed=seed)
     summary = run.summary() | {
         "plant": plant_spec

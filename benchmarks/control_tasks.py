@@ -1,0 +1,112 @@
+"""Every named task with the controller `lagnet evaluate --control` designs for it: does it succeed, and how fast
+does it solve?
+
+For each task (`lagnet.control.tasks.TASKS`), the controller designed on a model (the iLQR with the task's
+options, `lagnet.control.ilqr.TASK_OPTIONS`, for a swing-up; the LQR for the reach) runs from the task's own
+starts on two plants: the system's simulated rig read by its sensors (the default; the double pendulum's is the
+lab's identified model with its joint friction, read by its motors' encoders) and the task's nominal system with
+the true state. The model is the task's nominal system ("known"), or a trained run's (`--run NAME=RUN_DIR`).
+
+`--validate` measures the candidate options (`CANDIDATES`) on the validation starts (seed 1) instead: that is how
+`TASK_OPTIONS` were chosen. The evaluation's starts are seed 0.
+
+    python benchmarks/control_tasks.py [--tasks NAME ...] [--starts 4] [--run NAME=RUN_DIR]
+    python benchmarks/control_tasks.py --validate --tasks pendubot-swingup acrobot-swingup
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+# The iLQR's own defaults (a 1.5 s horizon, the task's running cost, the LQR's cost-to-go at the end and the LQR
+# taking over near the goal) against the options chosen for the double pendulum.
+CANDIDATES = {
+    "ilqr defaults": dict(running=1.0, terminal=None, catch=None),
+    "chosen": {},
+}
+
+
+def measure(model_name, dyn, t, plant, starts, seed, options=None):
+    from lagnet.control import task_evaluation
+
+    start = time.perf_counter()
+    summary, _ = task_evaluation.evaluate_task(
+        dyn, t, plant, starts=starts, seed=seed, options=options
+    )
+    row = {"task": t.name, "model": model_name, **summary}
+    row["wall_s"] = round(time.perf_counter() - start, 1)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", nargs="+", default=None)
+    p.add_argument("--plants", nargs="+", default=["rig", "known"])
+    p.add_argument("--starts", type=int, default=4)
+    p.add_argument("--run", action="append", default=[], metavar="NAME=RUN_DIR")
+    p.add_argument("--validate", action="store_true")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+
+    from lagnet.control import Dynamics, load
+    from lagnet.control.tasks import TASKS, task
+    from lagnet.integrators import RK4
+
+    names = args.tasks or list(TASKS)
+    rows = []
+    for name in names:
+        t = task(name)
+        models = {"known": Dynamics(t.system, RK4(), 0.01)}
+        for spec in args.run:
+            label, run_dir = spec.split("=", 1)
+            models[label] = load(run_dir)
+        for model_name, dyn in models.items():
+            for plant in args.plants:
+                if args.validate:
+                    for label, options in CANDIDATES.items():
+                        row = measure(model_name, dyn, t, plant, args.starts, 1, options)
+                        rows.append(row | {"options": label})
+                else:
+                    rows.append(measure(model_name, dyn, t, plant, args.starts, 0))
+    kind = "validation" if args.validate else "evaluation"
+    record = {
+        "what": f"named control tasks, {kind} starts (seed {1 if args.validate else 0})",
+        "command": "python benchmarks/control_tasks.py " + " ".join(argv or sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "rows": rows,
+    }
+    out = args.out or os.path.join(RESULTS, f"control_tasks_{kind}.json")
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+    with open(out.replace(".json", ".md"), "w") as f:
+        f.write(markdown(record))
+    return 0
+
+
+def markdown(record) -> str:
+    lines = [
+        f"# {record['what']}",
+        "",
+        f"{record['date']}, {record['machine']}: `{record['command']}`",
+        "",
+        "| task | model | options | plant | read | controller | success | median ms | p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in record["rows"]:
+        lines.append(
+            f"| {r['task']} | {r['model']} | {r.get('options', 'chosen')} | {r['plant']} | {r['sensing']} | "
+            f"{r['controller']} | {r['success']}/{r['starts']} | {r['median_ms']:.1f} | {r['p99_ms']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,7 +5,8 @@ For each task (`lagnet.control.tasks.TASKS`), the controller designed on a model
 options, `lagnet.control.ilqr.TASK_OPTIONS`, for a swing-up; the LQR for the reach) runs from the task's own
 starts on two plants: the system's simulated rig read by its sensors (the default; the double pendulum's is the
 lab's identified model with its joint friction, read by its motors' encoders) and the task's nominal system with
-the true state. The model is the task's nominal system ("known"), or a trained run's (`--run NAME=RUN_DIR`).
+the true state. The model is the task's nominal system ("known"), a trained run's (`--run NAME=RUN_DIR`), or for
+the double pendulum the rig's own model with its friction smoothed as a trained model's (`--lab-model`).
 
 `--validate` measures the candidate options (`CANDIDATES`) on the validation starts (seed 1) instead: that is how
 `TASK_OPTIONS` were chosen. The evaluation's starts are seed 0.
@@ -52,22 +53,37 @@ def main(argv=None) -> int:
     p.add_argument("--starts", type=int, default=4)
     p.add_argument("--run", action="append", default=[], metavar="NAME=RUN_DIR")
     p.add_argument("--validate", action="store_true")
+    p.add_argument(
+        "--models", nargs="+", default=None, help="only these of the models (by their row name)"
+    )
+    p.add_argument(
+        "--lab-model",
+        action="store_true",
+        help="also the double pendulum's controllers designed on the lab's model with its friction",
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 
     from lagnet.control import Dynamics, load
-    from lagnet.control.tasks import TASKS, task
+    from lagnet.control.tasks import TASKS, dfki_plant, task
     from lagnet.integrators import RK4
+    from lagnet.systems import DoublePendulum
 
     names = args.tasks or list(TASKS)
     rows = []
     for name in names:
         t = task(name)
         models = {"known": Dynamics(t.system, RK4(), 0.01)}
+        if args.lab_model and isinstance(t.system, DoublePendulum):
+            # The rig's own friction, smoothed over 0.1 rad/s as a trained model's is (configs' epsilon).
+            lab = dfki_plant(t.system.actuated, smoothing=0.1)
+            models["lab model with friction"] = Dynamics(lab, RK4(), 0.01)
         for spec in args.run:
             label, run_dir = spec.split("=", 1)
             models[label] = load(run_dir)
         for model_name, dyn in models.items():
+            if args.models and model_name not in args.models:
+                continue
             for plant in args.plants:
                 if args.validate:
                     for label, options in CANDIDATES.items():

@@ -1,7 +1,6 @@
 """`lagnet evaluate RUN --control --task NAME --plant SPEC`: a controller designed on a run's model (the iLQR for a
 swing-up), on a named task from the task's starts."""
 
-import functools
 import json
 
 import jax.numpy as jnp
@@ -101,8 +100,9 @@ def test_cli_writes_a_control_entry_per_task(pendulum_run, capsys, monkeypatch):
         assert main(["evaluate", run, *options, "--no-plots"]) == 2, options
         assert message in capsys.readouterr().err
         assert not metrics.exists()
+    original = task_evaluation.evaluate_task
     monkeypatch.setattr(
-        task_evaluation, "evaluate_task", functools.partial(task_evaluation.evaluate_task, **SMALL)
+        task_evaluation, "evaluate_task", lambda *a, **k: original(*a, **(k | SMALL))
     )
     assert main(["evaluate", run, "--control", "--task", "pendulum-swingup", "--no-plots"]) == 0
     control = json.loads(metrics.read_text())["control"]
@@ -116,3 +116,34 @@ def test_cli_writes_a_control_entry_per_task(pendulum_run, capsys, monkeypatch):
     assert main(["evaluate", run, "--control", "--plant", "known", "--no-plots"]) == 0
     entry = json.loads(metrics.read_text())["control"]["pendulum-swingup"]
     assert entry["plant"] == "known" and entry["sensing"] == "true"
+
+
+def test_a_task_of_your_own_comes_from_the_config():
+    from lagnet.config import ConfigError
+    from lagnet.config.schema import validate
+
+    own = {
+        "name": "hold-level",
+        "goal": [1.5708, 0.0],
+        "q": [[10.0, 0.0], [0.0, 1.0]],
+        "r": [[1.0]],
+        "u_max": 1.0,
+        "tolerance": [0.05, 1e9],
+        "hold": 1.0,
+        "seconds": 2.0,
+        "start": [1.4, 0.0],
+        "knocks": [[0.5, [0.0, 0.2]]],
+    }
+    config = validate({"control": {"tasks": ["pendulum-swingup", own], "plant": "known"}})
+    tasks = task_evaluation.resolve_tasks(Pendulum(0.25, 0.5, 9.81), config.control.tasks)
+    assert [t.name for t in tasks] == ["pendulum-swingup", "hold-level"]
+    level = tasks[1]
+    # Held level by gravity compensation: u* = m g l sin(π/2).
+    np.testing.assert_allclose(level.u_goal, [0.25 * 9.81 * 0.5], rtol=1e-4)
+    assert level.knocks[0][0] == 0.5 and level.knocks[0][1].tolist() == [0.0, 0.2]
+    with pytest.raises(TaskMismatch, match=r"control.tasks\[0\]: Task 'hold-level': goal"):
+        task_evaluation.resolve_tasks(Pendulum(), [own | {"goal": [1.0, 0.0, 0.0]}])
+    with pytest.raises(ConfigError, match=r"control.tasks \[0\]: unknown field\(s\) \['gaol'\]"):
+        validate({"control": {"tasks": [{"gaol": [0, 0]}]}})
+    with pytest.raises(ConfigError, match="control.plant must be one of"):
+        validate({"control": {"plant": "hardware"}})

@@ -150,9 +150,24 @@ def run_with_control(args) -> int:
     elif control:
         from ..control import task_evaluation
 
-        result = task_evaluation.evaluate_run_tasks(args.run_dir, args.out, dyn, tasks, plant)
+        result = task_evaluation.evaluate_run_tasks(
+            args.run_dir, args.out, dyn, **_control_choices(args)
+        )
         print(task_evaluation.tasks_section(result))
     return code
+
+
+def _control_choices(args) -> dict:
+    """The tasks, plant and starts of the closed-loop evaluation: --task and --plant, else the run config's
+    `control` section."""
+    from ..run.load import read_config
+
+    section = read_config(args.run_dir).control
+    return {
+        "names": args.task or section.tasks or None,
+        "plant_spec": args.plant or section.plant,
+        "starts": section.starts,
+    }
 
 
 def _task_model(args):
@@ -165,9 +180,10 @@ def _task_model(args):
     task_evaluation.check_plant_spec(args.plant)
     use_run_precision(args.run_dir)
     dyn = load(args.run_dir)
-    if isinstance(dyn.system, CartPole) and not args.task and not args.plant:
+    choices = _control_choices(args)
+    if isinstance(dyn.system, CartPole) and not choices["names"] and not choices["plant_spec"]:
         return None
-    task_evaluation.resolve_tasks(dyn.system, args.task)
+    task_evaluation.resolve_tasks(dyn.system, choices["names"])
     return dyn
 
 

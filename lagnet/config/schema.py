@@ -792,6 +792,66 @@ class EvaluationConfig(_Section):
     )
 
 
+# The fields of a task given in the config (`lagnet.control.Task`'s), and the ones it must have.
+TASK_FIELDS = (
+    "name",
+    "goal",
+    "q",
+    "r",
+    "u_max",
+    "tolerance",
+    "hold",
+    "seconds",
+    "start",
+    "start_spread",
+    "state_low",
+    "state_high",
+    "knocks",
+    "u_goal",
+)
+TASK_REQUIRED = ("name", "goal", "q", "r", "u_max", "tolerance", "hold", "seconds", "start")
+
+
+def _task_list(x):
+    for i, entry in enumerate(x):
+        if isinstance(entry, str):
+            continue
+        if not isinstance(entry, dict):
+            return f"[{i}]: expected a task's name or a mapping of its fields, got {entry!r}"
+        unknown = sorted(set(entry) - set(TASK_FIELDS))
+        if unknown:
+            return (
+                f"[{i}]: unknown field(s) {unknown}; a task's fields are {', '.join(TASK_FIELDS)}"
+            )
+        missing = [k for k in TASK_REQUIRED if k not in entry]
+        if missing:
+            return f"[{i}]: missing field(s) {missing} (required: {', '.join(TASK_REQUIRED)})"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlConfig(_Section):
+    tasks: list = option(
+        [],
+        (list,),
+        "the tasks `lagnet evaluate RUN --control` runs (default, empty: those made for the system): names of "
+        "lagnet's tasks (pendulum-swingup, cartpole-swingup, pendubot-swingup, acrobot-swingup, arm-reach) or "
+        "tasks of your own, each a mapping of `lagnet.control.Task`'s fields (name, goal, q, r, u_max, "
+        "tolerance, hold, seconds, start; optional start_spread, state_low, state_high, knocks [[t, dx], ...], "
+        "u_goal), posed on the run's system; `--task` overrides",
+        _task_list,
+    )
+    plant: str | None = option(
+        None,
+        (str,),
+        "the plant the controller runs on: rig, known or model (default: rig where the system has one); "
+        "`--plant` overrides",
+        one_of(("rig", "known", "model")),
+        nullable=True,
+    )
+    starts: int = option(6, (int,), "closed-loop runs per task, from the task's starts", positive)
+
+
 @dataclasses.dataclass(frozen=True)
 class Config(_Section):
     """A whole run: what to learn (system, model), how to step it (integrator), from what data, how to
@@ -820,6 +880,7 @@ class Config(_Section):
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     evaluation: EvaluationConfig = dataclasses.field(default_factory=EvaluationConfig)
+    control: ControlConfig = dataclasses.field(default_factory=ControlConfig)
 
     def replace(self, changes: Mapping | None = None, /, **sections) -> "Config":
         """A new config with nested `changes` merged in and validated again, e.g.

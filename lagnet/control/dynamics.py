@@ -106,10 +106,11 @@ class Dynamics(eqx.Module):
     @property
     def system(self) -> AbstractSystem:
         """The known system behind the model (the model itself when it is a plain system)."""
-        if isinstance(self.model, AbstractModel | SelectedInputs):
-            return self.model.system
         if isinstance(self.model, AbstractSystem):
             return self.model
+        # A model, a selection of inputs, a simulated plant with its forces: the system they are built on.
+        if isinstance(getattr(self.model, "system", None), AbstractSystem):
+            return self.model.system
         raise TypeError(f"Dynamics: {type(self.model).__name__} has no known system")
 
     @property

@@ -93,15 +93,30 @@ def check_plant_spec(spec: str | None) -> None:
         )
 
 
-def resolve_tasks(system: AbstractSystem, names: list[str] | None) -> list[Task]:
+def resolve_tasks(system: AbstractSystem, names: list | None) -> list[Task]:
     """The tasks `names` (default: `default_tasks(system)`), each checked against `system` (`for_task`'s
-    rule): a `TaskMismatch` naming an unknown task or one posed for another system, before anything runs."""
-    tasks = [task(name) for name in (names or default_tasks(system))]
+    rule): a `TaskMismatch` naming an unknown task or one posed for another system, before anything runs.
+    An entry may also be a mapping of a `Task`'s fields (a config's `control.tasks`), posed on `system`."""
+    tasks = [
+        task(entry) if isinstance(entry, str) else _own_task(system, entry, i)
+        for i, entry in enumerate(names or default_tasks(system))
+    ]
     both = isinstance(system, DoublePendulum) and system.actuated == "both"
     for t in tasks:
         if not (both and isinstance(t.system, DoublePendulum)):
             t.check(system, "the run's model")
     return tasks
+
+
+def _own_task(system: AbstractSystem, fields, i: int) -> Task:
+    if isinstance(fields, Task):
+        return fields
+    fields = dict(fields)
+    fields["knocks"] = tuple(tuple(k) for k in fields.get("knocks", ()))
+    try:
+        return Task(system=system, **fields)
+    except (TypeError, ValueError) as e:
+        raise TaskMismatch(f"control.tasks[{i}]: {e}") from None
 
 
 def _rig(t: Task, seed: int):
@@ -172,9 +187,9 @@ def evaluate_task(
 
 
 def evaluate_tasks(
-    dyn: Dynamics, names: list[str] | None = None, plant_spec: str | None = None, **kwargs
+    dyn: Dynamics, names: list | None = None, plant_spec: str | None = None, **kwargs
 ) -> dict[str, tuple[dict[str, Any], TaskRun]]:
-    """{task name: `evaluate_task`} of a model on tasks `names` (default: its system's)."""
+    """{task name: `evaluate_task`} of a model on the tasks `names` (`resolve_tasks`; default: its system's)."""
     check_plant_spec(plant_spec)
     return {
         t.name: evaluate_task(dyn, t, plant_spec, **kwargs)
@@ -188,18 +203,17 @@ _READ = {"true": "the true state", "sensors": "the sensors"}
 def evaluate_run_tasks(
     run_dir: str, out: str | None, dyn: Dynamics, names=None, plant_spec=None, **kwargs
 ) -> dict[str, dict[str, Any]]:
-    """`evaluate_tasks` of a run's loaded model `dyn`, written into OUT/metrics.json's "control", with a
-    closed-loop figure per task (OUT/control_TASK.png) and a section appended to OUT/report.md (OUT: `out` or
-    RUN_DIR/evaluation); returns the control metrics."""
-    results = evaluate_tasks(dyn, names, plant_spec, **kwargs)
+    """`evaluate_task` of a run's loaded model `dyn` on each of the tasks `names` (`resolve_tasks`), written
+    into OUT/metrics.json's "control", with a closed-loop figure per task (OUT/control_TASK.png) and a section
+    appended to OUT/report.md (OUT: `out` or RUN_DIR/evaluation); returns the control metrics."""
+    check_plant_spec(plant_spec)
     folder = Path(out) if out else Path(run_dir) / "evaluation"
-    folder.mkdir(parents=True, exist_ok=True)
-    figures = {}
-    for name, (_, run) in results.items():
-        t = task(name)
-        figures[name] = f"control_{name}.png"
-        closed_loop_figure(run, t, for_task(dyn, t).system, folder / figures[name])
-    control = {name: summary for name, (summary, _) in results.items()}
+    control, figures = {}, {}
+    for t in resolve_tasks(dyn.system, names):
+        control[t.name], run = evaluate_task(dyn, t, plant_spec, **kwargs)
+        folder.mkdir(parents=True, exist_ok=True)
+        figures[t.name] = f"control_{t.name}.png"
+        closed_loop_figure(run, t, for_task(dyn, t).system, folder / figures[t.name])
     write_control(run_dir, out, control, tasks_section(control, figures))
     return control
 

@@ -284,16 +284,16 @@ def task(name: str) -> Task:
     return TASKS[name]()
 
 
-def dfki_plant(actuated: str, *, friction: bool = True):
+def dfki_plant(actuated: str, *, friction: bool = True, smoothing: float = 0.01):
     """The DFKI double pendulum as a plant to integrate (it has no simulated rig): the lab's identified model,
-    with its viscous and Coulomb joint friction b q̇ + c σ(q̇) (σ a tanh over 0.01 rad/s) unless `friction` is
-    False. Run it with `SystemPlant(dfki_plant("shoulder"), dt, DFKI_TORQUE_LIMIT)`."""
+    with its viscous and Coulomb joint friction b q̇ + c σ(q̇) (σ a tanh over `smoothing` rad/s) unless
+    `friction` is False. Run it with `SystemPlant(dfki_plant("shoulder"), dt, DFKI_TORQUE_LIMIT)`."""
     from ..simulate import Plant, StribeckFriction
 
     forces = ()
     if friction:
         forces = tuple(
-            StribeckFriction(i, c, c, c, viscous=b, smoothing=0.01)
+            StribeckFriction(i, c, c, c, viscous=b, smoothing=smoothing)
             for i, (b, c) in enumerate(zip(DFKI_VISCOUS, DFKI_COULOMB, strict=True))
         )
     return Plant(DoublePendulum(**DFKI, actuated=actuated), forces)

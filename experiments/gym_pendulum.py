@@ -12,10 +12,10 @@ episodes of the env itself (200 steps each, the env's own random starts, `env.re
 −(θ² + 0.1 θ̇² + 0.001 u²) per step), and the mean return reported; the target is a median over 5 seeds
 ≥ −200.
 
-    python experiments/gym_pendulum.py [--seeds 5] [--model pure_ode|pinode]
+    python experiments/gym_pendulum.py [--seeds 5] [--model pure_ode|pinode] [--integrator symplectic_euler|rk4]
 
-Writes experiments/out/gym_pendulum.{json,md}; the runs and recordings go to experiments/out/gym_pendulum/
-(not kept in the repository).
+Writes experiments/out/gym_pendulum.{json,md} (other variants: gym_pendulum_<model>_<integrator>.{json,md}); the
+runs and recordings go to experiments/out/gym_pendulum/ (not kept in the repository).
 """
 
 import argparse
@@ -74,7 +74,7 @@ def task() -> Task:
     )
 
 
-def config(model: str, seed: int):
+def config(model: str, integrator: str, seed: int):
     """A model of lagnet's pendulum with the prior's values, its mass and inertia learned (pure ODE), plus a
     small residual network (PINODE). No data section: `learn_to_control` trains on its recordings."""
     model_section = {"type": model, "learn_parameters": ["mass", "inertia"]}
@@ -87,9 +87,10 @@ def config(model: str, seed: int):
             "dtype": "float64",
             "system": {"name": "pendulum", "params": PRIOR},
             "model": model_section,
-            # The env's own scheme at its own step (semi-implicit Euler: the velocity first, then the angle with
-            # it), part of the structure given, as the mechanics are.
-            "integrator": {"name": "symplectic_euler"},
+            # By default the env's own scheme at its own step (semi-implicit Euler: the velocity first, then
+            # the angle with it), part of the structure given, as the mechanics are; --integrator rk4 leaves
+            # it to the learned parameters.
+            "integrator": {"name": integrator},
             "training": {
                 "epochs": 60,
                 "batch_size": 32,
@@ -125,11 +126,18 @@ def evaluate(run_dir: str, seed: int) -> list[float]:
     return returns
 
 
-def one_seed(model: str, seed: int, max_episodes: int) -> dict:
-    out = OUT / "gym_pendulum" / model / f"seed-{seed}"
+def variant(model: str, integrator: str) -> str:
+    """The name of a (model, integrator) variant's files: "" for the default (pure ODE, symplectic Euler)."""
+    return (
+        "" if (model, integrator) == ("pure_ode", "symplectic_euler") else f"_{model}_{integrator}"
+    )
+
+
+def one_seed(model: str, integrator: str, seed: int, max_episodes: int) -> dict:
+    out = OUT / "gym_pendulum" / f"{model}{variant(model, integrator)}" / f"seed-{seed}"
     t0 = time.perf_counter()
     result = lagnet.learn_to_control(
-        config(model, seed),
+        config(model, integrator, seed),
         plant(seed),
         task(),
         out,
@@ -166,8 +174,10 @@ def write(rows: list[dict], args, t0: float) -> None:
         "experiment": "gym_pendulum",
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-        "command": f"python experiments/gym_pendulum.py --seeds {args.seeds} --model {args.model}",
+        "command": f"python experiments/gym_pendulum.py --seeds {args.seeds} --model {args.model} "
+        f"--integrator {args.integrator}",
         "model": args.model,
+        "integrator": args.integrator,
         "prior": PRIOR,
         "truth": {"J": 1 / 3, "mgr": 5.0},
         "controller": CONTROLLER.__dict__ | {"catch": None},
@@ -179,9 +189,10 @@ def write(rows: list[dict], args, t0: float) -> None:
     }
     lines = [
         f"Measured {record['date']} on {record['machine']} (`{record['command']}`). Gymnasium "
-        f"{gymnasium.__version__} Pendulum-v1 through `GymPlant`; the {args.model} model of lagnet's "
-        "`Pendulum` starts 20 % off (J = 0.4 and m g r = 6, the env's 1/3 and 5). Interaction: 3 s of "
-        f"excitation, then 5 s iLQR episodes until one holds upright (at most {args.max_episodes}); "
+        f"{gymnasium.__version__} Pendulum-v1 through `GymPlant`; the {args.model} model "
+        f"({args.integrator}) of lagnet's `Pendulum` starts 20 % off (J = 0.4 and m g r = 6, the env's 1/3 "
+        "and 5). Interaction: 3 s of excitation, then 5 s iLQR episodes until one holds upright (at most "
+        f"{args.max_episodes}); "
         f"evaluation: {EVALUATION_EPISODES} env episodes of 200 steps from the env's own random starts.",
         "",
         "| seed | held | episodes | interaction (steps) | learned J | learned m g r | mean return | worst |",
@@ -201,20 +212,24 @@ def write(rows: list[dict], args, t0: float) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "gym_pendulum.json").write_text(json.dumps(record, indent=1))
-    (OUT / "gym_pendulum.md").write_text(text)
+    name = f"gym_pendulum{variant(args.model, args.integrator)}"
+    (OUT / f"{name}.json").write_text(json.dumps(record, indent=1))
+    (OUT / f"{name}.md").write_text(text)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--model", default="pure_ode", choices=("pure_ode", "pinode"))
+    parser.add_argument(
+        "--integrator", default="symplectic_euler", choices=("symplectic_euler", "rk4")
+    )
     parser.add_argument("--max-episodes", type=int, default=5)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     rows = []
     for seed in range(args.seeds):
-        rows.append(one_seed(args.model, seed, args.max_episodes))
+        rows.append(one_seed(args.model, args.integrator, seed, args.max_episodes))
         assert rows[-1]["interaction_steps"] <= STEPS_ALLOWED, rows[-1]
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "returns"}), flush=True)
     write(rows, args, t0)

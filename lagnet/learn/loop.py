@@ -33,6 +33,7 @@ import numpy as np
 
 from .._errors import RunFolderError
 from ..config import load_config
+from ..config.bounded import read_json
 from ..config.registry import build_system
 from ..config.schema import Config, validate
 from ..config.sources import trust_code as trusting_code
@@ -180,13 +181,16 @@ class _State:
         self.arguments = json.loads(json.dumps(arguments, default=repr))
         self.episodes: list[dict] = []
         if self.path.exists():
-            with open(self.path) as f:
-                saved = json.load(f)
-            if saved.get("arguments") != self.arguments:
+            saved = read_json(self.path, "a learn_to_control state")
+            if not isinstance(saved, dict) or not isinstance(saved.get("episodes"), list):
+                raise RunFolderError(
+                    f"{self.path}: not a learn_to_control state (arguments, episodes)"
+                )
+            old = saved.get("arguments")
+            old = old if isinstance(old, dict) else {}
+            if old != self.arguments:
                 changed = sorted(
-                    k
-                    for k in set(saved.get("arguments", {})) | set(self.arguments)
-                    if saved.get("arguments", {}).get(k) != self.arguments.get(k)
+                    k for k in set(old) | set(self.arguments) if old.get(k) != self.arguments.get(k)
                 )
                 raise RunFolderError(
                     f"{self.path}: this folder holds a learn_to_control of other arguments (differing: "

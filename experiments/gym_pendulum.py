@@ -134,7 +134,7 @@ def variant(model: str, integrator: str) -> str:
 
 
 def one_seed(model: str, integrator: str, seed: int, max_episodes: int) -> dict:
-    out = OUT / "gym_pendulum" / f"{model}{variant(model, integrator)}" / f"seed-{seed}"
+    out = OUT / "gym_pendulum" / f"{model}_{integrator}" / f"seed-{seed}"
     t0 = time.perf_counter()
     result = lagnet.learn_to_control(
         config(model, integrator, seed),

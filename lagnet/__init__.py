@@ -77,11 +77,21 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.run.training").train_run
     if name == "cross_validate":
         return importlib.import_module(f"{__name__}.cross_validation").cross_validate
+    if name == "learn_to_control":
+        return importlib.import_module(f"{__name__}.learn").learn_to_control
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The names `__getattr__` provides on first use, so that completion (`dir(lagnet)`) finds them too.
-_LAZY = ("DiffraxReference", "train", "evaluate", "fit", "train_run", "cross_validate")
+_LAZY = (
+    "DiffraxReference",
+    "train",
+    "evaluate",
+    "fit",
+    "train_run",
+    "cross_validate",
+    "learn_to_control",
+)
 
 
 def __dir__():

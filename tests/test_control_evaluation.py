@@ -14,8 +14,8 @@ import lagnet
 from lagnet.config import validate
 from lagnet.control import Dynamics, evaluation
 from lagnet.control.evaluation import control_section, evaluate_control, evaluate_lqr, upright_lqr
+from lagnet.control_seeds import evaluate_run_control_seeds
 from lagnet.integrators import RK4
-from lagnet.learning import evaluate_run_control_seeds
 from lagnet.run.training import train_run
 from lagnet.simulate import CartPoleRig, Plant
 from lagnet.systems import Pendulum

@@ -143,7 +143,7 @@ def run_with_control(args) -> int:
         result = evaluation.evaluate_run_control(args.run_dir, args.out)
         print(evaluation.control_section({"control": result}))
         if seeds:
-            from ..learning import evaluate_run_control_seeds
+            from ..control_seeds import evaluate_run_control_seeds
 
             result = evaluate_run_control_seeds(args.run_dir, seeds, args.out, progress=True)
             print(evaluation.seeds_section(result))

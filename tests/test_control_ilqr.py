@@ -97,3 +97,15 @@ def test_a_steep_friction_at_rest_gets_the_substeps_that_keep_rk4_stable():
     jac = jax.jacfwd(stiff.f)(jnp.asarray(t.goal), jnp.asarray(t.u_goal))
     rho = np.max(np.abs(np.linalg.eigvals(np.asarray(jac))))
     assert n > 1 and 0.01 / n * rho <= STABLE_STEP < 0.01 / (n - 1) * rho
+
+
+def test_a_float32_reading_drives_a_float64_model():
+    # A plant's raw reading (Gymnasium observations are float32) into a float64 model: planned in the model's
+    # precision, not a solver that fails on its carried types.
+    t = dataclasses.replace(task("pendulum-swingup"), seconds=0.2, hold=0.1)
+    model = Dynamics(t.system, RK4(), 0.02)
+    ilqr = ILQRController(model, t, 0.02, horizon=10, iterations=1, first_iterations=2)
+    x = np.array([0.1, 0.0], np.float32)
+    ilqr.reset(x)
+    u = ilqr(x, 0.0)
+    assert ilqr.dtype == jnp.float64 and u.dtype == jnp.float64 and np.isfinite(u).all()

@@ -10,6 +10,7 @@ from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from ..models.history import InputHistory
 from ..rollout import rollout
+from ..simulate import Plant
 from ..systems.base import AbstractDynamics, AbstractSystem
 
 # x = (q, q̇): the axis `state` is 2n (a shape string cannot say 2n for an n that no argument binds).
@@ -109,7 +110,7 @@ class Dynamics(eqx.Module):
         if isinstance(self.model, AbstractSystem):
             return self.model
         # A model, a selection of inputs, a simulated plant with its forces: the system they are built on.
-        if isinstance(getattr(self.model, "system", None), AbstractSystem):
+        if isinstance(self.model, AbstractModel | SelectedInputs | Plant):
             return self.model.system
         raise TypeError(f"Dynamics: {type(self.model).__name__} has no known system")
 

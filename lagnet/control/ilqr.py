@@ -221,6 +221,9 @@ class ILQRController(AbstractController):
             return x
 
         x, u = jnp.asarray(task.goal), jnp.asarray(task.u_goal)
+        # Plans and states in the model's own precision (a float32 reading into a float64 model, or the
+        # reverse, would change the solver's carried types).
+        self.dtype = jax.eval_shape(step, x, u).dtype
         a, b = jax.jacfwd(step, argnums=(0, 1))(x, u)
         k, p = dlqr(a, b, task.q, task.r)
         self.lqr = LQRController(k, task)
@@ -244,7 +247,8 @@ class ILQRController(AbstractController):
         self.catch = default if catch is None else np.asarray(catch, float)
         # A small random first plan: from rest at an equilibrium every gradient may vanish.
         rng = np.random.default_rng(seed)
-        self.plan0 = jnp.asarray(0.3 * task.u_max * rng.standard_normal((horizon, task.u_max.size)))
+        plan0 = 0.3 * task.u_max * rng.standard_normal((horizon, task.u_max.size))
+        self.plan0 = jnp.asarray(plan0, self.dtype)
         self.plan, self.cold_next = self.plan0, True
 
     @classmethod
@@ -260,14 +264,14 @@ class ILQRController(AbstractController):
         return cls(dyn, task, dt, **chosen)
 
     def reset(self, x0) -> None:
-        x0 = jnp.asarray(x0)
+        x0 = jnp.asarray(x0, self.dtype)
         for solve in (self._solve_cold, self._solve_warm):
             jax.block_until_ready(solve(x0, self.plan0))
         self.lqr(x0, 0.0)
         self.plan, self.cold_next = self.plan0, True
 
     def __call__(self, x, t: float):
-        x = jnp.asarray(x)
+        x = jnp.asarray(x, self.dtype)
         solve = self._solve_cold if self.cold_next else self._solve_warm
         plan, _ = solve(x, self.plan)
         self.plan, self.cold_next = shift(plan), False

@@ -22,14 +22,15 @@ numpy's global generator unseeded; here it is seeded per run (`np.random.seed(se
 The lagnet controller runs at a coarser control period than the simulator's 2 ms (`--period`, default 20 ms), its
 input held in between; after a push (a gap in the calls it gets) it is reset, as at the start of a run.
 
-The ceiling: every push costs the push and a swing-up. The run is cut at the pushes into segments (a push's end
-→ the next push's start); each segment is simulated again, by the judge's simulator, from the run's state at its
-start with no further pushes, by the controller with other settings (`--ceiling-options`; default a cheaper input,
-r × 0.1, and a 60-step horizon: faster swing-ups). Their swing-ups are then refined by lagnet's iLQR
-as a minimum-time search (`MinimumTime`, open loop on lagnet's model at the control period). A segment's best uptime
-is the best simulated one or, if more, up from the fastest swing-up found to the segment's end; their sum with the
-uptime during the pushes is the ceiling: the best uptime the optimiser finds for these pushed states (no bound: a
-better optimiser may find faster swing-ups). Score / ceiling is the fraction of it reached.
+The ceiling: every push costs the push and a swing-up. The run is cut at the pushes into segments (the start, or
+a push's end → the next push's start). Each segment is simulated again by the judge's simulator from the run's
+state at its start, with no further pushes, by the controller with other settings (`--ceiling-options`; default
+a cheaper input, r × 0.1, and a 60-step horizon: faster swing-ups); each of these closed loops that ends in the
+LQR's catch region is then refined by lagnet's iLQR as a minimum-time search (`MinimumTime`: inputs held over the
+control period, the model stepped at a quarter of it). A segment's best uptime is the best simulated one or, if
+more, up from the fastest swing-up found to the segment's end; their sum with the uptime during the pushes is the
+ceiling, the best uptime the optimiser finds for these pushed states. It is no bound (a better optimiser may swing
+up faster); score / ceiling is the fraction of it reached.
 
 Install the judge (outside lagnet's environment; a venv that also sees lagnet's, by a .pth file or PYTHONPATH):
 
@@ -60,9 +61,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("pendubot", "acrobot")
 CONTROLLERS = ("ilqr", "projected")
-HEIGHT = (
-    0.9  # the success height as a fraction of l1 + l2 (the package's default, used by the v3 score)
-)
+# The success height as a fraction of l1 + l2 (the package's default, which its v3 score uses).
+HEIGHT = 0.9
 
 
 def judge_root(given: str | None) -> Path | None:
@@ -475,6 +475,7 @@ def run_seed(board: Leaderboard, args, seed: int, seconds: float) -> dict:
         "pushes": [[float(a), float(b)] for a, b in pushed.disturbance_intervals],
         "wall_s": wall,
         "compile_s": compile_s,
+        "controller_resets": inner.resets,
         "solves": int(solve_ms.size),
         "solve_ms_median": float(np.median(solve_ms)),
         "solve_ms_p99": float(np.percentile(solve_ms, 99)),
@@ -665,6 +666,10 @@ def markdown(record: dict) -> str:
         f"({record['seconds']:g} s per run, {record['protocol']}); controller `{record['controller']}` at "
         f"{1e3 * record['period']:g} ms, options {json.dumps(record['options'])}; seeds {record['seeds']}.",
         "",
+        "Score: uptime above 0.9 (l1 + l2) / run length (the judge's `RealAI Score` for the full 60 s; for a "
+        "shortened run the judge's script still divides by 60 s). Wall: the simulation with the controller, "
+        "without its compilation (once per setting). Ceiling: the module docstring.",
+        "",
         "| system | RealAI score mean ± std | min – max | swing-ups | ceiling (mean) | score / ceiling | "
         "wall s per run | solve ms median / max |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -693,7 +698,8 @@ def markdown(record: dict) -> str:
         for run in r["runs"]:
             line = (
                 f"- {system} seed {run['seed']}: {run['score']:.3f} ({run['swingups']} swing-ups, "
-                f"uptime {run['uptime']:.2f} s, {run['wall_s']:.0f} s wall)"
+                f"uptime {run['uptime']:.2f} s, {run['wall_s']:.0f} s wall + {run['compile_s']:.0f} s "
+                f"compile, {run['solves']} solves, p99 {run['solve_ms_p99']:.0f} ms)"
             )
             if "ceiling" in run:
                 c = run["ceiling"]
@@ -744,7 +750,12 @@ def main(argv=None):
     p.add_argument(
         "--judge", default=None, help="the double_pendulum tree (default: the installed package's)"
     )
-    p.add_argument("--out", default=str(HERE / "results" / "realaigym.json"))
+    p.add_argument(
+        "--out",
+        default=None,
+        help="the JSON record (and .md beside it); default results/realaigym.json, "
+        "results/realaigym_quick.json with --quick",
+    )
     args = p.parse_args(argv)
 
     root = judge_root(args.judge)
@@ -763,6 +774,10 @@ def main(argv=None):
 
     if args.quick:
         args.seeds, args.seconds = args.seeds[:1], args.seconds or 8.0
+    if args.out is None:
+        args.out = str(
+            HERE / "results" / ("realaigym_quick.json" if args.quick else "realaigym.json")
+        )
     if args.no_ceiling:
         args.ceiling_options = []
     elif args.ceiling_options is None:

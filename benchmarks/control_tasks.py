@@ -64,8 +64,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 
-    from lagnet.control import Dynamics, load
-    from lagnet.control.tasks import TASKS, dfki_plant, task
+    from lagnet.control import Dynamics, load, task_evaluation
+    from lagnet.control.tasks import TASKS, TaskMismatch, dfki_plant, task
     from lagnet.integrators import RK4
     from lagnet.systems import DoublePendulum
 
@@ -80,7 +80,12 @@ def main(argv=None) -> int:
             models["lab model with friction"] = Dynamics(lab, RK4(), 0.01)
         for spec in args.run:
             label, run_dir = spec.split("=", 1)
-            models[label] = load(run_dir)
+            run = load(run_dir)
+            try:
+                task_evaluation.for_task(run, t)
+            except TaskMismatch:
+                continue  # a run of another system
+            models[label] = run
         for model_name, dyn in models.items():
             if args.models and model_name not in args.models:
                 continue

@@ -288,7 +288,8 @@ def controller_for(name: str, board: Leaderboard, seconds: float, period: float,
 
 
 def make_controller(name: str, board: Leaderboard, seconds: float, period: float, options: dict):
-    """The lagnet controller `name` for the system, stepping lagnet's model of it (RK4) at `period`; the
+    """The lagnet controller `name` for the system, stepping lagnet's model of it (RK4) at `period` (the iLQR with
+    the task's chosen options, `ILQRController.for_task`); the
     options' "task" entry, if any, replaces fields of the task (e.g. {"r": [[0.1]]}) and "r_scale" scales its
     input weight; the rest go to the controller as they are."""
     from lagnet.control import Dynamics
@@ -303,7 +304,7 @@ def make_controller(name: str, board: Leaderboard, seconds: float, period: float
     if name == "ilqr":
         from lagnet.control.ilqr import ILQRController
 
-        return ILQRController(dyn, task, period, **options)
+        return ILQRController.for_task(dyn, task, period, **options)
     return ProjectedSwingUp(dyn, task, period, **options)
 
 

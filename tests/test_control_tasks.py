@@ -210,3 +210,12 @@ def test_a_paced_plant_keeps_the_wall_clock():
     assert time.perf_counter() - start >= 0.2 - 1e-3 and run.success.all() and plant.late == 0
     run_task(lambda x, s: time.sleep(0.03) or np.zeros(1), plant, t, np.zeros((1, 2)))
     assert plant.late == 10  # every period overran by a slow controller
+
+
+def test_a_task_beyond_the_plants_limits_is_refused_before_it_runs():
+    t = task("pendubot-swingup")
+    plant = SystemPlant(dfki_plant("shoulder", friction=False), 0.01, 6.0)
+    with pytest.raises(
+        TaskMismatch, match=r"beyond the plant's limits on tau1: \|u\| ≤ \[10.0\] against .*\[6.0\]"
+    ):
+        run_task(lambda x, t: np.zeros(1), plant, t, count=1)

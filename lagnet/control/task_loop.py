@@ -76,6 +76,14 @@ def _check_plant(plant: AbstractPlant, task: Task) -> None:
             f"task {task.name!r}: the plant ({type(plant).__name__}) has {plant.n_dof} coordinates and "
             f"{plant.n_inputs} inputs, the task's system {mine[0]} and {mine[1]}"
         )
+    beyond = np.asarray(task.u_max) > np.asarray(plant.u_max) * (1 + 1e-9)
+    if np.any(beyond):
+        names = [n for n, b in zip(task.system.input_names, beyond, strict=True) if b]
+        raise TaskMismatch(
+            f"task {task.name!r} allows inputs beyond the plant's limits on {', '.join(names)}: |u| ≤ "
+            f"{np.asarray(task.u_max).tolist()} against the plant's {np.asarray(plant.u_max).tolist()}; pose "
+            "the task within them (dataclasses.replace(task, u_max=...))"
+        )
 
 
 def _measured(task: Task, plant: AbstractPlant, y) -> np.ndarray:
@@ -116,7 +124,8 @@ def run_task(
     """Run `controller` (an `AbstractController`, or a callable (x, t) → u) on `plant` for `task` from each of
     `starts` ((S, 2n); default `task.starts(count, seed)`), `task.seconds` long at the plant's period.
 
-    Inputs are clipped to the tighter of the task's and the plant's limits. Success is the task's test on the
+    A task that allows inputs beyond the plant's limits is refused (a `TaskMismatch`); the controller's inputs
+    are clipped to the task's limits (the actuator saturates). Success is the task's test on the
     plant's states (`plant.true_state`: the true state of a simulation even when the controller reads sensors).
     """
     _check_plant(plant, task)

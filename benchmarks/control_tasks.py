@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     kind = "validation" if args.validate else "evaluation"
     record = {
         "what": f"named control tasks, {kind} starts (seed {1 if args.validate else 0})",
-        "command": "python benchmarks/control_tasks.py " + " ".join(argv or sys.argv[1:]),
+        "command": shlex.join(["python", "benchmarks/control_tasks.py", *(argv or sys.argv[1:])]),
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "rows": rows,

@@ -1,6 +1,7 @@
 """Control with trained models: dynamics as plain functions, linearisation, LQR, MPC, export for deployment."""
 
 from .dynamics import Dynamics as Dynamics
+from .dynamics import SelectedInputs as SelectedInputs
 from .dynamics import find_equilibrium as find_equilibrium
 from .dynamics import linearise as linearise
 from .dynamics import linearise_averaged as linearise_averaged
@@ -31,7 +32,7 @@ _LAZY = {
         "FunctionPlant",
         "PacedPlant",
     ),
-    "tasks": ("Task", "TaskMismatch", "TASKS", "task"),
+    "tasks": ("Task", "TaskMismatch", "TASKS", "task", "dfki_plant", "dfki_rig"),
     "controllers": (
         "AbstractController",
         "FunctionController",

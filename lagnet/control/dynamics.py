@@ -10,7 +10,7 @@ from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from ..models.history import InputHistory
 from ..rollout import rollout
-from ..simulate import Plant
+from ..simulate.plant import Plant
 from ..systems.base import AbstractDynamics, AbstractSystem
 
 # x = (q, q̇): the axis `state` is 2n (a shape string cannot say 2n for an n that no argument binds).

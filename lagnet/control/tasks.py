@@ -28,7 +28,9 @@ class TaskMismatch(LagnetError, ValueError):
 def _vector(owner: str, name: str, value, size: int) -> np.ndarray:
     v = np.asarray(value, dtype=float)
     if v.size not in (1, size) or v.ndim > 1:
-        raise ValueError(f"{owner}: {name} must have {size} entries (or one for all), got {v.tolist()}")
+        raise ValueError(
+            f"{owner}: {name} must have {size} entries (or one for all), got {v.tolist()}"
+        )
     v = np.broadcast_to(v.reshape(-1), (size,)).copy()
     if np.any(np.isnan(v)):
         raise ValueError(f"{owner}: {name} must be numbers (inf for none), got {v}")

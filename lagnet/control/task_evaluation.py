@@ -55,11 +55,9 @@ def default_tasks(system: AbstractSystem) -> list[str]:
     if isinstance(system, CartPole):
         return ["cartpole-swingup"]
     if isinstance(system, DoublePendulum):
-        return (
-            [_DOUBLE_PENDULUM_TASKS[system.actuated]]
-            if system.actuated in _DOUBLE_PENDULUM_TASKS
-            else (list(_DOUBLE_PENDULUM_TASKS.values()))
-        )
+        if system.actuated in _DOUBLE_PENDULUM_TASKS:
+            return [_DOUBLE_PENDULUM_TASKS[system.actuated]]
+        return list(_DOUBLE_PENDULUM_TASKS.values())
     if type(system).__name__ == "RigidBodyTree" and system.n_dof == 7:
         return ["arm-reach"]
     raise TaskMismatch(
@@ -67,12 +65,21 @@ def default_tasks(system: AbstractSystem) -> list[str]:
     )
 
 
+def _through_one_joint(system: AbstractSystem, t: Task) -> bool:
+    """Whether task `t` drives `system`, a double pendulum driving both joints, through one of them."""
+    return (
+        isinstance(system, DoublePendulum)
+        and system.actuated == "both"
+        and isinstance(t.system, DoublePendulum)
+        and t.system.actuated != "both"
+    )
+
+
 def for_task(dyn: Dynamics, t: Task) -> Dynamics:
     """`dyn` as task `t` drives it: itself when its system is the task's kind; a double pendulum driving both
     joints through the task's joint alone (`SelectedInputs`); else a `TaskMismatch` naming the difference."""
     system = dyn.system
-    both = isinstance(system, DoublePendulum) and system.actuated == "both"
-    if not (both and isinstance(t.system, DoublePendulum) and t.system.actuated != "both"):
+    if not _through_one_joint(system, t):
         t.check(system, "the run's model")
         return dyn
     if dyn.history.lags:
@@ -101,9 +108,8 @@ def resolve_tasks(system: AbstractSystem, names: list | None) -> list[Task]:
         task(entry) if isinstance(entry, str) else _own_task(system, entry, i)
         for i, entry in enumerate(names or default_tasks(system))
     ]
-    both = isinstance(system, DoublePendulum) and system.actuated == "both"
     for t in tasks:
-        if not (both and isinstance(t.system, DoublePendulum)):
+        if not _through_one_joint(system, t):
             t.check(system, "the run's model")
     return tasks
 

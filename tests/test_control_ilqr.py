@@ -91,7 +91,7 @@ def test_a_steep_friction_at_rest_gets_the_substeps_that_keep_rk4_stable():
 
     t = task("pendubot-swingup")
     assert stable_substeps(Dynamics(t.system, RK4(), 0.01), t, 0.01) == 1
-    # The lab's Coulomb friction, smoothed over 0.01 rad/s: a mode of c / (ε I) ≈ 10² s⁻¹ at rest.
+    # The lab's Coulomb friction, smoothed over 0.01 rad/s: a fast mode at rest (spectral radius ≈ 8·10² s⁻¹).
     stiff = Dynamics(dfki_plant("shoulder"), RK4(), 0.01)
     n = stable_substeps(stiff, t, 0.01)
     jac = jax.jacfwd(stiff.f)(jnp.asarray(t.goal), jnp.asarray(t.u_goal))

@@ -65,7 +65,8 @@ def test_a_double_pendulum_driving_both_joints_swings_up_as_a_pendubot():
     assert pendubot.system.actuated == "shoulder" and pendubot.n_inputs == 1
     r, _ = task_evaluation.evaluate_task(both, t, "known", starts=1, seconds=4.0)
     assert (r["success"], r["plant"], r["sensing"]) == (1, "known", "true")
-    rig = task_evaluation.make_plant(pendubot, t, None)
+    name, rig = task_evaluation.make_plant(pendubot, t, None)
+    assert name == "rig"
     assert rig.sensing == "sensors" and rig.dt == task_evaluation.CONTROL_PERIOD
 
 

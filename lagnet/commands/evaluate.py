@@ -130,7 +130,7 @@ def run_with_control(args) -> int:
         )
     if (tasks or plant) and not control:
         raise ValueError("--task and --plant choose the closed-loop evaluation: give --control too")
-    dyn = _task_model(args) if control else None
+    dyn, choices = _task_model(args) if control else (None, None)
     if seeds and dyn is not None:
         raise ValueError(
             "--seeds repeats the cart-pole's LQR and MPC evaluation over training seeds: it takes neither "
@@ -150,9 +150,7 @@ def run_with_control(args) -> int:
     elif control:
         from ..control import task_evaluation
 
-        result = task_evaluation.evaluate_run_tasks(
-            args.run_dir, args.out, dyn, **_control_choices(args)
-        )
+        result = task_evaluation.evaluate_run_tasks(args.run_dir, args.out, dyn, **choices)
         print(task_evaluation.tasks_section(result))
     return code
 
@@ -171,8 +169,8 @@ def _control_choices(args) -> dict:
 
 
 def _task_model(args):
-    """The run's model for the named tasks, its tasks and plant checked; None for the cart-pole's own
-    evaluation (a cart-pole run without --task or --plant)."""
+    """(the run's model, `_control_choices`) for the named tasks, its tasks and plant checked; (None, None) for
+    the cart-pole's own evaluation (a cart-pole run without --task or --plant)."""
     from ..control import task_evaluation
     from ..control.load import load
     from ..systems import CartPole
@@ -182,9 +180,9 @@ def _task_model(args):
     dyn = load(args.run_dir)
     choices = _control_choices(args)
     if isinstance(dyn.system, CartPole) and not choices["names"] and not choices["plant_spec"]:
-        return None
+        return None, None
     task_evaluation.resolve_tasks(dyn.system, choices["names"])
-    return dyn
+    return dyn, choices
 
 
 def run(args) -> int:

@@ -165,7 +165,27 @@ def _sub_steps(dynamics: AbstractDynamics, substeps: int):
     return advance
 
 
-class SystemPlant(AbstractPlant):
+class _StatePlant(AbstractPlant):
+    """A plant that keeps its state x itself (a simulation here, not a rig's driver): knocks add to it, the true
+    state is it, and each step holds u clipped to ±u_max."""
+
+    _x: np.ndarray | None = None
+
+    def _held(self, u) -> np.ndarray:
+        """u (m,) clipped to the plant's limits; a `RuntimeError` before the first `reset`."""
+        if self._x is None:
+            raise RuntimeError(f"{type(self).__name__}: call reset(x0) before step(u)")
+        return np.clip(np.asarray(u, float).reshape(self.n_inputs), -self.u_max, self.u_max)
+
+    def perturb(self, dx) -> None:
+        self._x = self._x + _state(f"{type(self).__name__}.perturb", dx, self.n_dof, "the kick dx")
+
+    @property
+    def true_state(self) -> np.ndarray:
+        return self._x.copy()
+
+
+class SystemPlant(_StatePlant):
     """Dynamics integrated as the plant: `dynamics` (a known system, a `lagnet.simulate.Plant` with friction
     forces, a trained model) stepped with RK4 in `substeps` sub-steps per period `dt`, the input held and
     clipped to ±`u_max`. For a system without a simulated rig (the DFKI double pendulum); the controller reads
@@ -200,28 +220,18 @@ class SystemPlant(AbstractPlant):
         self.sensing = "true" if sensors is None else "sensors"
         self._sensing = _Sensing(sensors, self.dt, seed)
         self._advance = _sub_steps(dynamics, substeps)
-        self._x = None
 
     def reset(self, x0) -> np.ndarray:
         self._x = _state("SystemPlant.reset", x0, self.n_dof)
         return self._sensing.start(self._x)
 
     def step(self, u) -> np.ndarray:
-        if self._x is None:
-            raise RuntimeError("SystemPlant: call reset(x0) before step(u)")
-        u = np.clip(np.asarray(u, float).reshape(self.n_inputs), -self.u_max, self.u_max)
+        u = self._held(u)
         self._x = np.asarray(self._advance(jnp.asarray(self._x), jnp.asarray(u), self.dt), float)
         return self._sensing.read(self._x)
 
-    def perturb(self, dx) -> None:
-        self._x = self._x + _state("SystemPlant.perturb", dx, self.n_dof, "the kick dx")
 
-    @property
-    def true_state(self) -> np.ndarray:
-        return self._x.copy()
-
-
-class FunctionPlant(AbstractPlant):
+class FunctionPlant(_StatePlant):
     """A plain function as the plant: x_{k+1} = step(x_k, u_k) over each period `dt`, u clipped to ±`u_max`;
     the controller sees x itself."""
 
@@ -231,25 +241,14 @@ class FunctionPlant(AbstractPlant):
         self.fn, self.n_dof, self.n_inputs, self.dt = step, int(n_dof), int(n_inputs), float(dt)
         self.u_max = _limits("FunctionPlant", u_max, self.n_inputs)
         self.sensing = "true"
-        self._x = None
 
     def reset(self, x0) -> np.ndarray:
         self._x = _state("FunctionPlant.reset", x0, self.n_dof)
         return self._x.copy()
 
     def step(self, u) -> np.ndarray:
-        if self._x is None:
-            raise RuntimeError("FunctionPlant: call reset(x0) before step(u)")
-        u = np.clip(np.asarray(u, float).reshape(self.n_inputs), -self.u_max, self.u_max)
-        x = self.fn(self._x, u)
+        x = self.fn(self._x, self._held(u))
         self._x = _state("FunctionPlant: step(x, u)", x, self.n_dof, "what it returned")
-        return self._x.copy()
-
-    def perturb(self, dx) -> None:
-        self._x = self._x + _state("FunctionPlant.perturb", dx, self.n_dof, "the kick dx")
-
-    @property
-    def true_state(self) -> np.ndarray:
         return self._x.copy()
 
 

@@ -137,9 +137,11 @@ def _rig(t: Task, seed: int):
     return None
 
 
-def make_plant(dyn: Dynamics, t: Task, spec: str | None, seed: int = 0) -> AbstractPlant:
-    """The plant `spec` (`PLANTS`; None: the rig where the task's system has one, else `known`) for task `t`;
-    `dyn` as `for_task` gives it."""
+def make_plant(
+    dyn: Dynamics, t: Task, spec: str | None, seed: int = 0
+) -> tuple[str, AbstractPlant]:
+    """(its name, the plant) `spec` (`PLANTS`; None: the rig where the task's system has one, else `known`) for
+    task `t`; `dyn` as `for_task` gives it."""
     check_plant_spec(spec)
     rig = _rig(t, seed) if spec in (None, "rig") else None
     if spec == "rig" and rig is None:
@@ -148,9 +150,10 @@ def make_plant(dyn: Dynamics, t: Task, spec: str | None, seed: int = 0) -> Abstr
             "or --plant model"
         )
     if rig is not None:
-        return rig
-    dynamics = dyn.system if spec in (None, "known") else dyn.model
-    return SystemPlant(dynamics, CONTROL_PERIOD, t.u_max, substeps=8)
+        return "rig", rig
+    spec = spec or "known"
+    dynamics = dyn.system if spec == "known" else dyn.model
+    return spec, SystemPlant(dynamics, CONTROL_PERIOD, t.u_max, substeps=8)
 
 
 def controller_for(dyn: Dynamics, t: Task, dt: float, **options):
@@ -176,14 +179,13 @@ def evaluate_task(
     task's starts (drawn with `seed`); `options` overrides the controller's. `seconds` shortens the task (its
     hold kept, or the second half of the run when shorter)."""
     dyn = for_task(dyn, t)
-    plant = make_plant(dyn, t, plant_spec, seed)
+    plant_name, plant = make_plant(dyn, t, plant_spec, seed)
     if seconds is not None:
         t = dataclasses.replace(t, seconds=seconds, hold=min(t.hold, seconds / 2))
     name, controller = controller_for(dyn, t, plant.dt, **(options or {}))
     run = run_task(controller, plant, t, count=starts, seed=seed)
     summary = run.summary() | {
-        "plant": plant_spec
-        or ("known" if isinstance(plant, SystemPlant) and plant.sensing == "true" else "rig"),
+        "plant": plant_name,
         "controller": name,
         "from": "the task's starts",
         "seconds": t.seconds,

@@ -93,6 +93,81 @@ _LAZY = (
     "learn_to_control",
 )
 
+# lagnet's public names, in one place: what `from lagnet import *` gives and what completion shows. The
+# namespaces for one job each are `lagnet.control` (controllers, plants, tasks, export), `lagnet.data`,
+# `lagnet.systems`, `lagnet.models`, `lagnet.integrators`, `lagnet.train` and `lagnet.evaluate`.
+__all__ = (
+    # errors
+    "LagnetError",
+    "ConfigError",
+    "DataError",
+    "NonPhysicalModel",
+    # systems: the known physics
+    "AbstractDynamics",
+    "AbstractLagrangianDynamics",
+    "AbstractSystem",
+    "Lagrangian",
+    "Pendulum",
+    "DoublePendulum",
+    "CartPole",
+    "Duffing",
+    "MassSpringChain",
+    # models: known physics + learned parts
+    "AbstractModel",
+    "PINODE",
+    "BlackBox",
+    "LearnedPotential",
+    "InputHistory",
+    # integrators and rollouts
+    "AbstractIntegrator",
+    "AbstractImplicitIntegrator",
+    "AbstractRootFinder",
+    "RK4",
+    "Leapfrog",
+    "SymplecticEuler",
+    "ForwardEuler",
+    "BackwardEuler",
+    "Newmark",
+    "Variational",
+    "Newton",
+    "StepInfo",
+    "DiffraxReference",
+    "rollout",
+    "rollout_solution",
+    "RolloutSolution",
+    # data
+    "Trajectory",
+    "load_trajectory",
+    "load_trajectories",
+    "load_dataset",
+    # configs, training, cross-validation
+    "Config",
+    "load_config",
+    "register_system",
+    "trust_code",
+    "fit",
+    "train_run",
+    "cross_validate",
+    # trained models as plain functions, and control
+    "load",
+    "load_exported",
+    "Dynamics",
+    "learn_to_control",
+    # the namespaces
+    "config",
+    "control",
+    "data",
+    "evaluate",
+    "integrators",
+    "models",
+    "parallel",
+    "run",
+    "simulate",
+    "systems",
+    "train",
+    "__version__",
+)
+
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(__all__))

@@ -8,6 +8,7 @@ beside them, by those of a reference config trained on the same fold (by default
 first config's physics), so that every ratio can be read against a baseline that saw the same data.
 """
 
+import itertools
 import os
 import platform
 import re
@@ -342,6 +343,38 @@ def _rank(results: list[dict]) -> tuple[list[dict], dict]:
     return ranking, choice
 
 
+def variant_configs(paths, overrides=(), vary=()) -> tuple[list[str], list]:
+    """Each config file loaded with `overrides`, once per combination of the values in `vary` ("key.path=a,b,c"
+    items, their product): the candidates' paths and configs, each variant named after its config and values
+    (`my_rig-known`), so that one file can be cross-validated against its own variants."""
+    from .config import load_config
+    from .config.errors import ConfigError
+
+    axes = []
+    for item in vary:
+        key, sep, values = item.partition("=")
+        choices = [v.strip() for v in values.split(",") if v.strip()]
+        if not sep or not key.strip() or not choices:
+            raise ConfigError(
+                f"--vary {item!r}: expected KEY.PATH=VALUE1,VALUE2,..., e.g. model.type=known,pinode"
+            )
+        axes.append([(key.strip(), v) for v in choices])
+    candidates, configs = [], []
+    for path in paths:
+        for combination in itertools.product(*axes):
+            config = load_config(path, [*overrides, *(f"{k}={v}" for k, v in combination)])
+            if combination:
+                config = config.replace(
+                    {"name": "-".join([config.name, *(v for _, v in combination)])}
+                )
+                path_label = f"{path} with " + ", ".join(f"{k}={v}" for k, v in combination)
+            else:
+                path_label = path
+            candidates.append(path_label)
+            configs.append(config)
+    return candidates, configs
+
+
 def cross_validate(
     paths,
     out: str,
@@ -354,18 +387,19 @@ def cross_validate(
     overwrite: bool = False,
     overrides=(),
     reference_config: str | None = None,
+    vary=(),
 ) -> dict:
     """Train and score every fold of every config (see the module's docstring); returns cv.json's content.
 
-    Fold folders are OUT/<folder>/fold-i, the folder made from the config's name by `folder_name`; one that
-    holds this fold already is resumed, one that holds anything else is refused unless `overwrite`."""
-    from .config import load_config
+    `vary` ("model.type=known,pure_ode,pinode", ...): each config is cross-validated once per combination of
+    these values. Fold folders are OUT/<folder>/fold-i, the folder made from the config's name by `folder_name`;
+    one that holds this fold already is resumed, one that holds anything else is refused unless `overwrite`.
+    OUT/chosen.yaml is the chosen candidate's config, to train on all its recordings."""
     from .data.horizons import parse_horizon
     from .run import save_json
 
-    paths, configs, refit = _with_reference(
-        list(paths), [load_config(p, list(overrides)) for p in paths], reference_config, overrides
-    )
+    paths, configs = variant_configs(paths, overrides, vary)
+    paths, configs, refit = _with_reference(paths, configs, reference_config, overrides)
     names = _names(paths, configs)
     if refit and reference_config is None:
         names[-1] = REFIT
@@ -419,7 +453,30 @@ def cross_validate(
     }
     os.makedirs(out, exist_ok=True)
     save_json(os.path.join(out, "cv.json"), report)
+    _write_choice(os.path.join(out, "chosen.yaml"), results, configs, choice)
     return report
+
+
+def _write_choice(path: str, results: list[dict], configs: list, choice: dict) -> None:
+    """The chosen candidate's config, to train on all its recordings: where the choice is a network model's
+    identified physics, the same config as a pure ODE (its physics refined through the solver, no network)."""
+    import yaml
+
+    from .config.schema import drop_other_types
+
+    config = configs[next(i for i, r in enumerate(results) if r["name"] == choice["config"])]
+    tree = config.to_dict()
+    what = "the trained model"
+    if choice["prediction"] == "physics" and tree["model"]["type"] not in ("known", "pure_ode"):
+        tree["model"]["type"] = "pure_ode"
+        drop_other_types(tree["model"], "pure_ode")
+        what = "its identified physics, so this is its config as a pure ODE (no network)"
+    head = (
+        f"# lagnet cv chose {choice['config']}, {what}: mean ratio {_cell(choice['mean'])}, worst "
+        f"{_cell(choice['worst'])}. Train it on all its recordings with `lagnet train {path}`.\n"
+    )
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + yaml.safe_dump(tree, sort_keys=False))
 
 
 def _with_reference(paths: list, configs: list, given: str | None, overrides):
@@ -431,7 +488,9 @@ def _with_reference(paths: list, configs: list, given: str | None, overrides):
         return paths, configs, False
     if given is not None:
         return paths + [given], configs + [load_config(given, list(overrides))], True
-    for path, config in zip(paths, configs, strict=True):
+    # The refit of a config that identifies physics (it names the parameters to fit) before a known model's.
+    ordered = sorted(zip(paths, configs, strict=True), key=lambda pc: pc[1].model.type == "known")
+    for path, config in ordered:
         refit = least_squares_refit(config)
         if refit is not None:
             return paths + [f"{REFIT} of {path}"], configs + [refit], True

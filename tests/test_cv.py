@@ -331,3 +331,46 @@ def test_cv_takes_set_names_validation_and_claims_no_identification_for_a_known_
     assert yaml.safe_load(open(run / "config.yaml"))["training"]["learning_rate"] == 0.01
     with open(run / "summary.json") as f:
         assert json.load(f)["validation_recordings"] == [files[1]]
+
+
+def test_cv_varies_one_config_and_writes_the_choice_to_train(tmp_path, capsys):
+    from lagnet.cli import main
+    from lagnet.config import ConfigError
+    from lagnet.cross_validation import variant_configs
+
+    files = [
+        write_pendulum_csv(tmp_path / f"v{i}.csv", steps=80, hold=20, seed=i, theta0=0.4 * i)
+        for i in (1, 2, 3)
+    ]
+    rig = _config(
+        tmp_path,
+        "rig",
+        files,
+        type="pure_ode",
+        friction={"viscous": ["theta"]},
+        learn_parameters=["g"],
+    )
+    out = tmp_path / "cv"
+    args = ["cv", rig, "--vary", "model.type=known,pure_ode", "--folds", "F2", "--epochs", "1"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    with open(out / "cv.json") as f:
+        cv = json.load(f)
+    names = [c["name"] for c in cv["configs"]]
+    assert names == ["rig-known", "rig-pure_ode", "least-squares refit"]
+    assert cv["configs"][0]["type"] == "known" and cv["configs"][1]["type"] == "pure_ode"
+    assert "--vary model.type=known,pure_ode" in cv["command"]
+    # The reference is the refit of the variant that identifies parameters (not of the known one, listed first).
+    refit = load_run(str(out / cv["configs"][2]["folder"] / "fold-2"))
+    assert refit.config.model.learn_parameters
+    # chosen.yaml is the chosen candidate's config, trainable as it is, and says what was chosen.
+    chosen_path = out / "chosen.yaml"
+    text = chosen_path.read_text()
+    assert text.startswith(f"# lagnet cv chose {cv['choice']['config']}")
+    chosen = load_config(chosen_path)
+    entry = next(c for c in cv["configs"] if c["name"] == cv["choice"]["config"])
+    assert chosen.model.type == entry["type"]  # no network here: the choice's own type
+    assert list(chosen.data.train) == files
+    assert f"lagnet train {chosen_path}" in printed
+    with pytest.raises(ConfigError, match="--vary 'model.type': expected KEY.PATH=VALUE1,VALUE2"):
+        variant_configs([rig], vary=["model.type"])

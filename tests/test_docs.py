@@ -61,7 +61,9 @@ def test_readme_example_trains_rolls_out_and_loads(quickstart):
     assert x_next.shape == (2,) and abs(float(x_next[0]) - 3.0) < 0.01 and float(x_next[1]) != 0.0
 
 
-PAGES_WITH_CODE = [p for p in PAGES if python_blocks(p)]
+# The end-to-end page's Python needs the runs its commands make: it runs in `test_end_to_end_page_runs`.
+END_TO_END = ROOT / "docs" / "guides" / "own-rig.md"
+PAGES_WITH_CODE = [p for p in PAGES if python_blocks(p) and p != END_TO_END]
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=lambda p: str(p.relative_to(ROOT / "docs")))
@@ -72,10 +74,91 @@ def test_docs_page_examples_run(page, quickstart):
 def test_every_python_block_is_run():
     # README's blocks run in the fixture, the pages' in the parametrised test: nothing is left out by a filter.
     counted = sum(len(python_blocks(p)) for p in ALL_DOCS)
-    assert counted == len(python_blocks(README)) + sum(
+    assert counted == len(python_blocks(README)) + len(python_blocks(END_TO_END)) + sum(
         len(python_blocks(p)) for p in PAGES_WITH_CODE
     )
     assert counted >= 8
+
+
+# --- the end-to-end page ------------------------------------------------------------------------------------
+
+# The page's commands run as written, with these options put first (the page's own, after them, win) so that the
+# whole page takes a few minutes: one epoch per training, a lighter identification (fewer windows and solver
+# evaluations), one fold of the cross-validation, fewer evaluation windows. The known model ignores the
+# identification's keys (they are dropped when the page's `--set model.type=known` comes).
+LIGHT = "--quiet --set model.identification.max_windows=128 --set model.identification.max_iterations=10"
+QUICKER = {
+    "train": f"{LIGHT} --set training.epochs=1",
+    "cv": f"{LIGHT} --epochs 1 --folds 1",
+    "evaluate": "--windows 100 --long-horizon 200",
+}
+
+
+def _commands(path: Path) -> list[str]:
+    """The `lagnet ...` lines of the page's ```bash blocks, in order."""
+    lines = [
+        line.strip()
+        for b in grab_code_blocks(path.read_text("utf-8"), lang="bash")
+        for line in b.splitlines()
+    ]
+    return [line for line in lines if line.startswith("lagnet ")]
+
+
+def _run(command: str, cwd: Path) -> str:
+    import subprocess
+
+    env = dict(
+        os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    head, redirect, target = command.partition(" > ")
+    words = head.split()
+    if "--show-config" not in words:
+        words[3:3] = QUICKER.get(words[1], "").split()
+    done = subprocess.run(
+        " ".join(words), shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )  # noqa: S602 - the page's own commands
+    assert done.returncode == 0, f"{head}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    if redirect:
+        (cwd / target.strip()).write_text(done.stdout, encoding="utf-8")
+    return done.stdout + done.stderr
+
+
+def test_end_to_end_page_runs(tmp_path):
+    """docs/guides/own-rig.md, top to bottom on the shipped DFKI recordings: the template written out, its
+    resolved form loading to the same config, three models trained, cross-validated against the least-squares
+    refit, the choice retrained, evaluated with its coverage line and exported, and the Python that controls the
+    plant with it."""
+    from lagnet.config import load_config
+
+    (tmp_path / "data").symlink_to(ROOT / "data", target_is_directory=True)
+    template = grab_code_blocks(END_TO_END.read_text("utf-8"), lang="yaml")[0]
+    (tmp_path / "my_rig.yaml").write_text(template, encoding="utf-8")
+    commands = _commands(END_TO_END)
+    assert [c.split()[1] for c in commands] == [
+        "train",
+        "train",
+        "train",
+        "train",
+        "cv",
+        "train",
+        "evaluate",
+        "export",
+    ]
+    printed = {c: _run(c, tmp_path) for c in commands}
+    resolved = [load_config(tmp_path / f) for f in ("my_rig.yaml", "my_rig_resolved.yaml")]
+    assert resolved[0].to_dict() == resolved[1].to_dict()
+    cv = printed[commands[4]]
+    assert "least-squares refit" in cv and "Choice: my_rig-" in cv
+    assert "lagnet cv chose my_rig-" in (tmp_path / "runs/cv/chosen.yaml").read_text("utf-8")
+    assert "coverage: test states outside the training states' range: q1 " in printed[commands[6]]
+    assert (tmp_path / "runs/my_rig/model.jaxexport").is_file()
+    before = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        out = _run_blocks(END_TO_END, {"__name__": "__docs__"})
+    finally:
+        os.chdir(before)
+    assert out["mpc"] is not None and out["lqr"] is not None
 
 
 # --- generated reference pages ------------------------------------------------------------------------------

@@ -18,10 +18,13 @@ def register(sub) -> None:
         "removed), each divided by that of the physics as given (the model before training, network removed, "
         "of the first config that holds out that recording; every config is scored on its windows). Prints a "
         "table of these ratios per fold and variable, per config the mean over folds of the per-fold mean "
-        "ratio and the worst ratio, and the choice: the lowest mean (ties: the simpler, physics before "
-        "network, fewer trained parameters). Writes OUT/cv.json.",
+        "ratio and the worst ratio, and the choice: the lowest worst ratio over folds and variables, then the "
+        "lowest mean (ties: the simpler, physics before network, fewer trained parameters). Writes OUT/cv.json "
+        "and OUT/chosen.yaml, the chosen config: `lagnet train OUT/chosen.yaml` trains it on all its "
+        "recordings.",
         epilog="examples:\n  lagnet cv configs/dfki_double_pendulum_pinode.yaml "
         "configs/dfki_double_pendulum_pure_ode.yaml\n"
+        "  lagnet cv my_rig.yaml --vary model.type=known,pure_ode,pinode\n"
         "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --out runs/cv_quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -32,6 +35,14 @@ def register(sub) -> None:
         default=[],
         metavar="KEY.PATH=VALUE",
         help="override a value of every config, as lagnet train's --set (repeatable; VALUE is YAML)",
+    )
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=V1,V2",
+        help="cross-validate each config once per value of KEY.PATH (repeatable: every combination), e.g. "
+        "--vary model.type=known,pure_ode,pinode; each variant is named after its config and values",
     )
     p.add_argument(
         "--folds",
@@ -74,7 +85,8 @@ def register(sub) -> None:
 def _command(args) -> str:
     """The command line that reproduces this cross-validation, for its record."""
     options = [("--folds", args.folds), ("--epochs", args.epochs), ("--horizon", args.horizon)]
-    options += [("--set", item) for item in args.set] + [("--reference", args.reference)]
+    options += [("--set", item) for item in args.set] + [("--vary", item) for item in args.vary]
+    options += [("--reference", args.reference)]
     given = [f"{flag} {value}" for flag, value in options if value is not None]
     return " ".join(["lagnet cv", *args.configs, *given, "--out", args.out])
 
@@ -91,7 +103,10 @@ def run(args) -> int:
         overwrite=args.overwrite,
         overrides=args.set,
         reference_config=args.reference,
+        vary=args.vary,
     )
     print(format_cv(report))
     print(f"wrote {os.path.join(args.out, 'cv.json')}")
+    chosen = os.path.join(args.out, "chosen.yaml")
+    print(f"wrote {chosen}: train the choice on all its recordings with `lagnet train {chosen}`")
     return 0

@@ -203,9 +203,15 @@ def run(args) -> int:
     )
     print(format_table(metrics))
     print("\n" + ratio_table(metrics))
-    warning = (metrics.get("coverage") or {}).get("warning")
-    if warning:
-        print(f"lagnet evaluate: warning: {warning}", file=sys.stderr)
+    coverage = metrics.get("coverage") or {}
+    if "variables" in coverage:
+        # Always said: errors on states the training never saw measure extrapolation, not the fit.
+        shares = ", ".join(
+            f"{k} {100 * v['outside']:.1f} %" for k, v in coverage["variables"].items()
+        )
+        print(f"\ncoverage: test states outside the training states' range: {shares}")
+    if coverage.get("warning"):
+        print(f"lagnet evaluate: warning: {coverage['warning']}", file=sys.stderr)
     print("wrote " + ", ".join(metrics["written"]))
     return 0
 

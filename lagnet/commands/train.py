@@ -53,7 +53,8 @@ def register(sub) -> None:
     p.add_argument(
         "--show-config",
         action="store_true",
-        help="print every config key with its default and meaning as a YAML template, and exit",
+        help="print every config key with its default and meaning as a YAML template, and exit; with "
+        "CONFIG (and --set), every key with the value that file resolves to: the whole config it means",
     )
     multi = p.add_argument_group(
         "multi-process (multi-host) training",
@@ -91,7 +92,9 @@ def default_run_dir(name: str) -> str:
 
 def run(args) -> int:
     if args.show_config:
-        print(_config.describe())
+        # With a CONFIG: that file's whole resolved config, every key with its value and meaning.
+        loaded = _config.load_config(args.config, args.set) if args.config else None
+        print(_config.describe(values=loaded))
         return 0
     if not args.config:
         raise ValueError("lagnet train needs a CONFIG file (or --show-config)")

@@ -44,6 +44,36 @@ _LAZY = {
 }
 
 
+# lagnet.control's public names, in one place (the eager ones above and the lazy ones).
+__all__ = (
+    "Dynamics",
+    "SelectedInputs",
+    "find_equilibrium",
+    "linearise",
+    "linearise_averaged",
+    "trim",
+    "ExportedModel",
+    "export_run",
+    "load_exported",
+    "load",
+    "closed_loop_stable",
+    "dlqr",
+    "lqr",
+    "ConstrainedMPC",
+    "ConstrainedSolution",
+    "MPCSolution",
+    "ProjectedMPC",
+    "ShootingMPC",
+    "lqr_terminal_cost",
+    "shift",
+    *(name for names in _LAZY.values() for name in names),
+)
+
+
+def __dir__():
+    return sorted(__all__)
+
+
 def __getattr__(name):
     # Gymnasium is optional: `LearnedModelEnv` is built only when asked for.
     for module, names in _LAZY.items():

@@ -204,9 +204,17 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
     )
 
 
-def _restored(setup: _Setup) -> TrainState:
+def _trains(model) -> bool:
+    """Whether `model` has anything an optimiser updates (a known model, or frozen physics without a network,
+    has not: it is scored, not stepped for epochs, and has no training state to resume)."""
+    return bool(jax.tree_util.tree_leaves(eqx.filter(model, model.trainable())))
+
+
+def _restored(setup: _Setup) -> TrainState | None:
     """The newest training state in the run's checkpoints, read into one of the same structure, shapes and
-    dtypes."""
+    dtypes; None for a model with nothing to train."""
+    if not _trains(setup.model):
+        return None
     params, _ = eqx.partition(setup.model, setup.model.trainable())
     like = TrainState.start(params, init_optimizer(setup.optimizer, params), setup.data_key, 0.0)
     try:
@@ -239,7 +247,7 @@ def _fit(config: Config, run_dir: str, setup: _Setup, restored, callbacks, progr
             setup.windows,
             loss=setup.loss,
             optimizer=setup.optimizer,
-            epochs=tc.epochs,
+            epochs=tc.epochs if _trains(setup.model) else 0,
             key=setup.data_key,
             batch_size=tc.batch_size,
             validation=setup.validation,
@@ -268,7 +276,7 @@ def _fallback(config: Config, setup: _Setup, result) -> str | None:
     it); warns when training never improved."""
     model, select_by = setup.model, setup.select_by
     improved = result.best_epoch >= 0
-    trains = bool(jax.tree_util.tree_leaves(eqx.filter(model, model.trainable())))
+    trains = _trains(model)
     # A PINODE starts as its physics (network output zero): an untrained best is the physics, shipped as such.
     starts_as_physics = config.model.zero_init and model.physics_prior() is not model
     fallback = (

@@ -119,7 +119,7 @@ def test_friction_is_identifiable_from_a_clean_recording(short_recording):
     viscous = np.array([values["viscous"][i] for i in range(7)])
     coulomb = np.array([values["coulomb"][i] for i in range(7)])
     # On the heavy joints 1-2 the equation error of 100 Hz samples (midpoint states, torques changing each
-    # sample) leaves a bias of up to 40 % in b; the solver's rollouts identify them to 2 % (docs/guides/robot-arm.md).
+    # sample) leaves a bias of up to 40 % in b; the solver's rollouts identify them to 2 % (docs/results/robot-arm.md).
     np.testing.assert_allclose(viscous[2:], rig.damping[2:], rtol=0.15)
     assert np.all(
         (viscous[:2] > 0.5 * np.asarray(rig.damping[:2]))

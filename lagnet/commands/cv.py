@@ -18,11 +18,11 @@ def register(sub) -> None:
         "removed), each divided by that of the physics as given (the model before training, network removed, "
         "of the first config that holds out that recording; every config is scored on its windows). Prints a "
         "table of these ratios per fold and variable, per config the mean over folds of the per-fold mean "
-        "ratio and the worst ratio, and the choice: the lowest mean (ties: the simpler, physics before "
-        "network, fewer trained parameters). Writes OUT/cv.json.",
+        "ratio and the worst ratio, and the choice: the lowest worst ratio, then the lowest mean (ties: the "
+        "simpler, physics before network, fewer trained parameters). Writes OUT/cv.json.",
         epilog="examples:\n  lagnet cv configs/dfki_double_pendulum_pinode.yaml "
         "configs/dfki_double_pendulum_pure_ode.yaml\n"
-        "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --out runs/cv_quick",
+        "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --stride 10 --out runs/cv_quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("configs", nargs="+", metavar="CONFIG", help="YAML config files")
@@ -46,6 +46,12 @@ def register(sub) -> None:
         "--horizon",
         metavar="H",
         help="seconds ('0.5s') or steps ('30') (default: the first config's evaluation.horizon)",
+    )
+    p.add_argument(
+        "--stride",
+        metavar="S",
+        help="score windows starting every S rows ('10') or seconds ('0.2s') of each held-out recording "
+        "(default: evaluation.windows windows at random starts)",
     )
     p.add_argument(
         "--out",
@@ -74,6 +80,7 @@ def register(sub) -> None:
 def _command(args) -> str:
     """The command line that reproduces this cross-validation, for its record."""
     options = [("--folds", args.folds), ("--epochs", args.epochs), ("--horizon", args.horizon)]
+    options += [("--stride", args.stride)]
     options += [("--set", item) for item in args.set] + [("--reference", args.reference)]
     given = [f"{flag} {value}" for flag, value in options if value is not None]
     return " ".join(["lagnet cv", *args.configs, *given, "--out", args.out])
@@ -86,6 +93,7 @@ def run(args) -> int:
         folds=args.folds,
         epochs=args.epochs,
         horizon=args.horizon,
+        stride=args.stride,
         progress=not args.quiet,
         command=_command(args),
         overwrite=args.overwrite,

@@ -106,7 +106,7 @@ def candidates(variants: list[str]) -> list:
     return [KNOWN, PINODE, PURE_ODE] + [(PINODE, [f"name={v}", *VARIANTS[v]]) for v in variants]
 
 
-def test_choice(report: dict, work: str, horizon: str, stride: str, epochs) -> dict:
+def score_choice_on_test_runs(report: dict, work: str, horizon: str, stride: str, epochs) -> dict:
     """The chosen config trained on all six training runs (WORK/chosen), and its chosen prediction (the trained
     model, or its physics) scored on each test run as the folds were: mean |error| at the horizon / the lab's."""
     choice = report["choice"]
@@ -177,7 +177,9 @@ def main():
         )
         print(format_cv(report))
         if args.test:
-            report["test"] = test_choice(report, args.work, args.horizon, args.stride, args.epochs)
+            report["test"] = score_choice_on_test_runs(
+                report, args.work, args.horizon, args.stride, args.epochs
+            )
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)

@@ -1,5 +1,5 @@
 """Shared by the lecture experiments: where figures go, the lecture-vs-lagnet table; one step as a matrix
-(`linear_oscillator`, `step_matrix`) comes from `lagnet.analysis`."""
+(`linear_oscillator`, `step_matrix`) comes from `lagnet.integrator_analysis`."""
 
 from pathlib import Path
 
@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from lagnet.analysis import linear_oscillator as linear_oscillator  # noqa: E402
-from lagnet.analysis import step_matrix as step_matrix  # noqa: E402
+from lagnet.integrator_analysis import linear_oscillator as linear_oscillator  # noqa: E402
+from lagnet.integrator_analysis import step_matrix as step_matrix  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

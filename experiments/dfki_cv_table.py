@@ -6,6 +6,8 @@
     cp runs/cv_dfki/cv.json experiments/out/dfki_cv.json
     python experiments/dfki_cv_table.py      # writes experiments/out/dfki_cv.md
 
+`--record` tables another record holding these configs: experiments/dfki_cross_validation.py's, for one.
+
 One row per fold (the held-out run), one column per model: the PINODE as shipped, its identified physics (the
 network removed) and the pure ODE, each cell the ratios q1 / q2 / q̇1 / q̇2 of the mean |error| at the horizon to
 the lab's model's on the same windows.
@@ -16,6 +18,7 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 COLUMNS = (  # (config name, prediction, column heading)
     ("dfki_double_pendulum_pinode", "model", "PINODE (shipped config)"),
     ("dfki_double_pendulum_pinode", "physics", "its identified physics"),
@@ -23,10 +26,10 @@ COLUMNS = (  # (config name, prediction, column heading)
 )
 
 
-def table(report: dict, command: str) -> str:
+def table(report: dict, command: str, record: str) -> str:
     configs = {c["name"]: c for c in report["configs"]}
     lines = [
-        f"Measured {report['date']} on {report['machine']}: `{command}` (`experiments/out/dfki_cv.json`). "
+        f"Measured {report['date']} on {report['machine']}: `{command}` (`{record}`). "
         f"Mean |error| at {report['horizon']} on the held-out run divided by the lab's model's (< 1: better than "
         "the lab's model), per fold (q1 / q2 / q̇1 / q̇2):",
         "",
@@ -107,7 +110,8 @@ def main():
         f"configs/dfki_double_pendulum_pure_ode.yaml --horizon {report['horizon']}"
     )
     with open(args.out, "w") as f:
-        f.write(table(report, command) + refit_table(report))
+        record = os.path.relpath(os.path.abspath(args.record), ROOT)
+        f.write(table(report, command, record) + refit_table(report))
     print(f"wrote {args.out}")
 
 

@@ -42,7 +42,7 @@ def run_one(out: str, horizon: str, seed: int, sets: tuple[str, ...] = (), tag: 
     and evaluated into `out` once, then read from there)."""
     from lagnet.config import load_config
     from lagnet.control import load
-    from lagnet.control.evaluation import evaluate_lqr, evaluate_mpc, swing_up_starts
+    from lagnet.control.cartpole_evaluation import evaluate_lqr, evaluate_mpc, swing_up_starts
     from lagnet.run.training import train_run
     from lagnet.simulate import CartPoleRig
 

@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, report, save  # noqa: E402
 
-from lagnet.analysis import peak_frequency  # noqa: E402
+from lagnet.integrator_analysis import peak_frequency  # noqa: E402
 from lagnet.integrators import ConservativeDuffing, Leapfrog, Newmark  # noqa: E402
 from lagnet.rollout import rollout_solution  # noqa: E402
 from lagnet.systems import Duffing  # noqa: E402

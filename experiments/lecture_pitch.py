@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import COL, linear_oscillator, report, save  # noqa: E402
 
-from lagnet import analysis  # noqa: E402
+from lagnet import integrator_analysis as analysis  # noqa: E402
 from lagnet.integrators import (  # noqa: E402
     Leapfrog,
     Newmark,

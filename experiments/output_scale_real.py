@@ -25,13 +25,13 @@ import jax
 import numpy as np
 
 from lagnet.config import build_model, build_system, load_config
-from lagnet.config.models import residual_force
 from lagnet.data.derivatives import (
     DEFAULT_WINDOW,
     mad_spread,
     robust_spread,
     smoothed_derivative,
 )
+from lagnet.models import residual_force as _residual_force
 from lagnet.run.recordings import load_recordings, sample_statistics
 from lagnet.run.training import load_training_data
 
@@ -39,6 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 KNOWN = (
     ROOT / "configs" / "dfki_double_pendulum_known.yaml"
 )  # the lab's model, equal to its plant to 1e-10
+
+
+def residual_force(system, stats, friction):
+    """`lagnet.models.residual_force` on stacked samples {q, qd, qdd, u}."""
+    u = stats["u"][:, : system.n_inputs]
+    return _residual_force(system, stats["q"], stats["qd"], stats["qdd"], u, friction)
 
 
 def load_dfki(torque="tau_meas"):

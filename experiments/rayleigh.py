@@ -4,7 +4,7 @@
 BackwardEuler (h = 0.2) for 161 values of μ at once (`jax.vmap` over the system), amplitude = max |u| over the
 last 20 of 300 time units, as in the lecture. The onsets are measured two ways: from the diagram (first μ with
 amplitude > 0.01, the lecture code's grid) and exactly, by bisection on the spectral radius of the step Jacobian
-at rest (`lagnet.analysis.hopf_onset`): forward Euler −h, backward Euler +h.
+at rest (`lagnet.integrator_analysis.hopf_onset`): forward Euler −h, backward Euler +h.
 
 Run:  .venv/bin/python experiments/rayleigh.py   → experiments/out/rayleigh.png
 """
@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lagnet.analysis import hopf_onset, limit_cycle_amplitude  # noqa: E402
+from lagnet.integrator_analysis import hopf_onset, limit_cycle_amplitude  # noqa: E402
 from lagnet.integrators import RK4, BackwardEuler, ForwardEuler, Leapfrog, SymplecticEuler  # noqa: E402
 from lagnet.systems.lecture.rayleigh import Rayleigh  # noqa: E402
 

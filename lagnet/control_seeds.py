@@ -7,8 +7,9 @@ It trains, so it sits above `lagnet.control` and `lagnet.evaluate`, beside `lagn
 import os
 from typing import Any
 
-from .control import evaluation
+from .control import cartpole_evaluation
 from .control.load import load
+from .control.task_evaluation import write_control
 from .run.folder import SEEDS_DIR
 from .run.load import CONFIG_FILE, read_config
 from .run.training import train_run
@@ -36,22 +37,24 @@ def seed_run(run_dir: str, seed: int, *, progress: bool = False) -> str:
 def evaluate_run_control_seeds(
     run_dir: str, seeds: list[int], out: str | None = None, *, progress: bool = False, **kwargs
 ) -> dict[str, Any]:
-    """`evaluation.evaluate_run_control` over training seeds (`lagnet evaluate RUN --control --seeds K ...`).
+    """`cartpole_evaluation.evaluate_run_control` over training seeds (`lagnet evaluate RUN --control --seeds K ...`).
 
     Each seed's run (`seed_run`) is evaluated on the rig as the run is (`evaluate_control(..., **kwargs)`; the
     run's own results in OUT/metrics.json are reused for its seed, and made first if missing). Its "control"
     gains "seeds" {K: results} and "over_seeds" (`over_seeds`), and OUT/report.md a table; returns "control".
     """
-    control = evaluation.read_control(run_dir, out) or evaluation.evaluate_run_control(
-        run_dir, out, **kwargs
-    )
+    control = cartpole_evaluation.read_control(
+        run_dir, out
+    ) or cartpole_evaluation.evaluate_run_control(run_dir, out, **kwargs)
     own = {k: v for k, v in control.items() if k not in ("seeds", "over_seeds")}
     per_seed = {}
     for seed in seeds:
         folder = seed_run(run_dir, seed, progress=progress)
         per_seed[str(seed)] = (
-            own if folder == run_dir else evaluation.evaluate_control(load(folder), **kwargs)
+            own
+            if folder == run_dir
+            else cartpole_evaluation.evaluate_control(load(folder), **kwargs)
         )
-    control = {**own, "seeds": per_seed, "over_seeds": evaluation.over_seeds(per_seed)}
-    evaluation.write_control(run_dir, out, control, evaluation.seeds_section(control))
+    control = {**own, "seeds": per_seed, "over_seeds": cartpole_evaluation.over_seeds(per_seed)}
+    write_control(run_dir, out, control, cartpole_evaluation.seeds_section(control))
     return control

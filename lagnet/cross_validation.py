@@ -104,10 +104,13 @@ def _worst(values) -> float:
 
 class _Reference:
     """Per held-out file: the test windows and the error of the physics as given on them, computed once, from
-    the first config that holds out that file (so every config is scored on the same windows and scale)."""
+    the first config that holds out that file (so every config is scored on the same windows and scale).
+    Windows start every `stride` (a `Horizon`: rows or seconds) of the file, or without one at
+    `evaluation.windows` random starts (seeded by the config's seed)."""
 
-    def __init__(self, horizon):
+    def __init__(self, horizon, stride=None):
         self.horizon = horizon
+        self.stride = stride
         self.by_file: dict[str, tuple] = {}
 
     def get(self, config, fold_config, held_out: str):
@@ -127,13 +130,12 @@ class _Reference:
             given = build_model(fold_config, system, stats, key=jax.random.key(fold_config.seed))
             label, physics = baseline(as_dtype(given, dtype), fold_config.model.input_history)
             test = load_recordings(fold_config, system, [held_out])
-            cut = cut_windows(
-                test,
-                [self.horizon],
-                count=config.evaluation.windows,
-                seed=config.seed,
-                dtype=dtype,
+            chosen = (
+                {"stride": self.stride}
+                if self.stride is not None
+                else {"count": config.evaluation.windows, "seed": config.seed}
             )
+            cut = cut_windows(test, [self.horizon], **chosen, dtype=dtype)
             errors = end_errors({"given": physics}, build_integrator(fold_config), cut)["given"]
             self.by_file[held_out] = (cut, errors, f"{label} of {config.name}, before training")
         return self.by_file[held_out]
@@ -343,10 +345,10 @@ def _rank(results: list[dict]) -> tuple[list[dict], dict]:
     return ranking, choice
 
 
-def variant_configs(paths, overrides=(), vary=()) -> tuple[list[str], list]:
-    """Each config file loaded with `overrides`, once per combination of the values in `vary` ("key.path=a,b,c"
-    items, their product): the candidates' paths and configs, each variant named after its config and values
-    (`my_rig-known`), so that one file can be cross-validated against its own variants."""
+def vary_entries(paths, vary, overrides=()) -> list:
+    """Each config file once per combination of the values in `vary` ("key.path=a,b,c" items, their product), as
+    (file, overrides) entries (`_variants`) named after the file's config and the values (`my_rig-known`), so
+    that one file is cross-validated against its own variants."""
     from .config import load_config
     from .config.errors import ConfigError
 
@@ -359,20 +361,54 @@ def variant_configs(paths, overrides=(), vary=()) -> tuple[list[str], list]:
                 f"--vary {item!r}: expected KEY.PATH=VALUE1,VALUE2,..., e.g. model.type=known,pinode"
             )
         axes.append([(key.strip(), v) for v in choices])
-    candidates, configs = [], []
+    entries = []
     for path in paths:
+        base = load_config(path, list(overrides)).name
         for combination in itertools.product(*axes):
-            config = load_config(path, [*overrides, *(f"{k}={v}" for k, v in combination)])
-            if combination:
-                config = config.replace(
-                    {"name": "-".join([config.name, *(v for _, v in combination)])}
-                )
-                path_label = f"{path} with " + ", ".join(f"{k}={v}" for k, v in combination)
-            else:
-                path_label = path
-            candidates.append(path_label)
-            configs.append(config)
-    return candidates, configs
+            sets = [f"{k}={v}" for k, v in combination]
+            entries.append(
+                (path, [*sets, "name=" + "-".join([base, *(v for _, v in combination)])])
+            )
+    return entries
+
+
+def _variants(paths, overrides) -> tuple[list[str], list[list[str]], list]:
+    """Each entry's config file, its own overrides and its config: an entry is a config file, or a pair (file,
+    overrides): that file with its own `key.path=value` overrides applied after the common `overrides` (a
+    variant of a recipe; `name=...` among them names it)."""
+    from .config import load_config
+
+    pairs = [(p, []) if isinstance(p, str | os.PathLike) else (p[0], list(p[1])) for p in paths]
+    files = [os.fspath(p) for p, _ in pairs]
+    own = [o for _, o in pairs]
+    configs = [load_config(f, [*overrides, *o]) for f, o in zip(files, own, strict=True)]
+    return files, own, configs
+
+
+def _plan(out: str, path: str, folder: str, config, folds, epochs, overwrite: bool) -> list[tuple]:
+    """(fold index, fold folder, how to train into it) for each of the config's folds `folds` selects. Every
+    fold folder is checked here, before the first fold trains: a refusal loses no work."""
+    return [
+        (i, run_dir, _fold_target(run_dir, _fold_config(config, i, epochs), overwrite))
+        for i in parse_folds(folds, list(config.data.train), path)
+        for run_dir in [fold_dir(out, folder, i)]
+    ]
+
+
+def _config_entry(entry: dict, folder: str, config, plan, epochs, reference, progress) -> dict:
+    """`entry` (the config's name, file and overrides) with its type, folder, every fold of `plan` trained and
+    scored (`_fold`) and their summary."""
+    entry |= {"type": config.model.type, "folder": folder, "folds": []}
+    for i, run_dir, target in plan:
+        fold, models, described = _fold(
+            config, entry["name"], i, run_dir, target, epochs, reference, progress
+        )
+        entry["folds"].append(fold)
+        entry["reference"] = described
+        if models is not None:
+            entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
+    _summarise(entry)
+    return entry
 
 
 def cross_validate(
@@ -382,6 +418,7 @@ def cross_validate(
     folds: str | None = None,
     epochs=None,
     horizon=None,
+    stride=None,
     progress=False,
     command: str | None = None,
     overwrite: bool = False,
@@ -391,15 +428,21 @@ def cross_validate(
 ) -> dict:
     """Train and score every fold of every config (see the module's docstring); returns cv.json's content.
 
-    `vary` ("model.type=known,pure_ode,pinode", ...): each config is cross-validated once per combination of
-    these values. Fold folders are OUT/<folder>/fold-i, the folder made from the config's name by `folder_name`;
-    one that holds this fold already is resumed, one that holds anything else is refused unless `overwrite`.
+    `paths`: config files, or (file, overrides) pairs, variants of a file (`_variants`). `horizon`: seconds
+    ('0.5s') or steps (default: the first config's `evaluation.horizon`); `stride`: windows starting every that
+    many rows ('10') or seconds of each held-out recording, instead of `evaluation.windows` random ones.
+    `vary` ("model.type=known,pure_ode,pinode", ...): each config file once per combination (`vary_entries`).
+    Fold folders are OUT/<folder>/fold-i, the folder made from the config's name by `folder_name`; one that
+    holds this fold already is resumed, one that holds anything else is refused unless `overwrite`.
     OUT/chosen.yaml is the chosen candidate's config, to train on all its recordings."""
     from .data.horizons import parse_horizon
     from .run import save_json
 
-    paths, configs = variant_configs(paths, overrides, vary)
-    paths, configs, refit = _with_reference(paths, configs, reference_config, overrides)
+    if vary:
+        paths = vary_entries(paths, vary, overrides)
+    files, own, configs = _variants(paths, list(overrides))
+    paths, configs, refit = _with_reference(files, configs, reference_config, overrides)
+    own += [[]] * (len(paths) - len(own))
     names = _names(paths, configs)
     if refit and reference_config is None:
         names[-1] = REFIT
@@ -407,35 +450,26 @@ def cross_validate(
     h = parse_horizon(
         horizon if horizon is not None else configs[0].evaluation.horizon, "--horizon"
     )
-    reference = _Reference(h)
-    # Every fold folder checked before the first fold trains: a refusal loses no work.
+    every = None if stride is None else parse_horizon(stride, "--stride")
+    reference = _Reference(h, every)
     plans = [
-        [
-            (i, run_dir, _fold_target(run_dir, _fold_config(config, i, epochs), overwrite))
-            for i in parse_folds(folds, list(config.data.train), path)
-            for run_dir in [fold_dir(out, folder, i)]
-        ]
+        _plan(out, path, folder, config, folds, epochs, overwrite)
         for path, folder, config in zip(paths, folders, configs, strict=True)
     ]
-    results = []
-    for path, name, folder, config, plan in zip(paths, names, folders, configs, plans, strict=True):
-        entry = {
-            "name": name,
-            "config": path,
-            "type": config.model.type,
-            "folder": folder,
-            "folds": [],
-        }
-        for i, run_dir, target in plan:
-            fold, models, described = _fold(
-                config, name, i, run_dir, target, epochs, reference, progress
-            )
-            entry["folds"].append(fold)
-            entry["reference"] = described
-            if models is not None:
-                entry["trained_parameters"] = {k: _trained_size(m) for k, m in models.items()}
-        _summarise(entry)
-        results.append(entry)
+    results = [
+        _config_entry(
+            {"name": name, "config": path, **({"overrides": sets} if sets else {})},
+            folder,
+            config,
+            plan,
+            epochs,
+            reference,
+            progress,
+        )
+        for path, name, folder, config, plan, sets in zip(
+            paths, names, folders, configs, plans, own, strict=True
+        )
+    ]
     if refit:
         results[-1]["is_reference"] = True
         _against_reference(results)
@@ -445,6 +479,11 @@ def cross_validate(
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
         "command": command,
         "horizon": h.label,
+        "windows": (
+            f"every {every.label} of the held-out recording"
+            if every is not None
+            else "evaluation.windows at random (the config's seed) on the held-out recording"
+        ),
         "reference": "mean |error| at the horizon of the physics as given (the first config's model before "
         "training, its network removed) on the same windows of the held-out recording",
         "configs": results,

@@ -12,8 +12,13 @@ import pytest
 
 import lagnet
 from lagnet.config import validate
-from lagnet.control import Dynamics, evaluation
-from lagnet.control.evaluation import control_section, evaluate_control, evaluate_lqr, upright_lqr
+from lagnet.control import Dynamics, cartpole_evaluation
+from lagnet.control.cartpole_evaluation import (
+    control_section,
+    evaluate_control,
+    evaluate_lqr,
+    upright_lqr,
+)
 from lagnet.control_seeds import evaluate_run_control_seeds
 from lagnet.integrators import RK4
 from lagnet.run.training import train_run
@@ -65,7 +70,9 @@ def test_lqr_is_designed_on_the_slopes_a_balancing_loop_sees(monkeypatch):
     assert not np.allclose(k_exact, k_averaged, rtol=0.1)
     held, _ = evaluate_lqr(model, RIG, starts=4, seconds=3.0)
     assert held == 4
-    monkeypatch.setattr(evaluation, "upright_lqr", lambda dyn: upright_lqr(dyn, spread=None))
+    monkeypatch.setattr(
+        cartpole_evaluation, "upright_lqr", lambda dyn: upright_lqr(dyn, spread=None)
+    )
     exact_held, _ = evaluate_lqr(model, RIG, starts=4, seconds=3.0)
     assert exact_held == 0
 
@@ -106,7 +113,7 @@ def test_control_needs_a_cartpole():
 def test_run_control_results_merge_into_metrics_and_report(tmp_path, monkeypatch):
     import json
 
-    import lagnet.control.evaluation as ev
+    import lagnet.control.cartpole_evaluation as ev
 
     fake = {
         "lqr": {"success": 13, "starts": 14},
@@ -204,7 +211,7 @@ def test_seeds_train_the_config_again_and_sum_the_closed_loops(tmp_path, capsys,
     from lagnet.cli import main
 
     monkeypatch.setattr(
-        evaluation, "evaluate_control", functools.partial(evaluate_control, **small)
+        cartpole_evaluation, "evaluate_control", functools.partial(evaluate_control, **small)
     )
     stamp = (seed1 / "summary.json").stat().st_mtime_ns
     assert main(["evaluate", str(run), "--control", "--seeds", "1", "--no-plots"]) == 0

@@ -140,7 +140,7 @@ def test_input_limit_in_a_config():
     from helpers import CARTPOLE_MAPPING
 
     from lagnet.config import ConfigError, validate
-    from lagnet.config.models import input_limit
+    from lagnet.config.model_builders import input_limit
     from lagnet.run import load_recordings
 
     config = validate(

@@ -336,7 +336,7 @@ def test_cv_takes_set_names_validation_and_claims_no_identification_for_a_known_
 def test_cv_varies_one_config_and_writes_the_choice_to_train(tmp_path, capsys):
     from lagnet.cli import main
     from lagnet.config import ConfigError
-    from lagnet.cross_validation import variant_configs
+    from lagnet.cross_validation import vary_entries
 
     files = [
         write_pendulum_csv(tmp_path / f"v{i}.csv", steps=80, hold=20, seed=i, theta0=0.4 * i)
@@ -373,4 +373,33 @@ def test_cv_varies_one_config_and_writes_the_choice_to_train(tmp_path, capsys):
     assert list(chosen.data.train) == files
     assert f"lagnet train {chosen_path}" in printed
     with pytest.raises(ConfigError, match="--vary 'model.type': expected KEY.PATH=VALUE1,VALUE2"):
-        variant_configs([rig], vary=["model.type"])
+        vary_entries([rig], ["model.type"])
+
+
+def test_cv_scores_windows_at_a_stride_and_takes_variants_of_a_config(tmp_path, recordings):
+    """`stride`: every held-out window from a fixed grid of starts (what a test script scores), not random
+    ones; a (file, overrides) pair: a variant of the file, trained and recorded under its own name."""
+    from lagnet.cli import build_parser
+    from lagnet.commands.cv import _command
+    from lagnet.cross_validation import cross_validate
+
+    config = _config(tmp_path, "c", recordings)
+    variant = (config, ["name=c_fast", "training.learning_rate=0.01"])
+    out = tmp_path / "cv"
+    report = cross_validate(
+        [config, variant], str(out), folds="F1", epochs=1, stride="7", reference_config="none"
+    )
+    assert [c["name"] for c in report["configs"]] == ["c", "c_fast"]
+    assert "overrides" not in report["configs"][0]
+    assert report["configs"][1]["overrides"] == variant[1]
+    assert report["configs"][1]["config"] == config
+    fast = load_run(str(out / "c_fast" / "fold-1"))
+    assert fast.config.training.learning_rate == 0.01 and fast.config.name == "c_fast"
+    assert report["windows"] == "every 7 steps of the held-out recording"
+    test = load_recordings(fast.config, fast.model.system, [recordings[0]])
+    cut = cut_windows(test, [parse_horizon(5)], stride=parse_horizon(7), dtype=jnp.float64)
+    # Starts 0, 7, 14, … of the 80-row recording that leave 5 steps: 11 windows, both configs on them.
+    assert len(cut.sources) == 11
+    assert [c["folds"][0]["windows"] for c in report["configs"]] == [11, 11]
+    args = build_parser().parse_args(["cv", config, "--stride", "0.2s", "--out", "o"])
+    assert _command(args) == f"lagnet cv {config} --stride 0.2s --out o"

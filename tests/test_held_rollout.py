@@ -11,7 +11,7 @@ import pytest
 from lagnet.integrators import RK4, Leapfrog, Newmark
 from lagnet.models import PINODE, StateFeatures, make_mlp
 from lagnet.systems import CartPole, JointFriction
-from lagnet.train.held import held_rollout
+from lagnet.train.first_steps import held_rollout
 from lagnet.train.loss import window_rollout
 
 K, B = 7, 3  # steps per padded window, windows per batch

@@ -378,7 +378,7 @@ def test_validation_blocks_spread_validation_over_a_single_recording(pendulum_cs
     """`data.validation_blocks: b`: one recording is cut into 2b blocks dealt to training and validation, so the
     validation blocks lie across the recording instead of at its tail; 1 keeps the tail."""
     from lagnet.config import build_system
-    from lagnet.run.training_data import load_training_data
+    from lagnet.run.recordings import load_training_data
 
     config = _config(pendulum_csv)
     tail_train, tail_val = load_training_data(config, build_system(config))

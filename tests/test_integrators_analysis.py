@@ -1,4 +1,4 @@
-"""The integrators' numerical analysis (lagnet.analysis) against the lecture's numbers, on short runs.
+"""`lagnet.integrator_analysis` (the integrators' numerical analysis) against the lecture's numbers, on short runs.
 
 The lecture's numbers are those its own NumPy snippets produce (seeds/000); the experiments/lecture_*.py scripts
 print the same comparisons at full length and draw the figures.
@@ -12,7 +12,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lagnet import analysis  # noqa: E402
+from lagnet import integrator_analysis as analysis  # noqa: E402
 from lagnet.integrators import (  # noqa: E402
     RK4,
     BackwardEuler,

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lagnet.analysis import hopf_onset, limit_cycle_amplitude
+from lagnet.integrator_analysis import hopf_onset, limit_cycle_amplitude
 from lagnet.integrators import (
     RK4,
     BackwardEuler,

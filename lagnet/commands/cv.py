@@ -25,7 +25,7 @@ def register(sub) -> None:
         epilog="examples:\n  lagnet cv configs/dfki_double_pendulum_pinode.yaml "
         "configs/dfki_double_pendulum_pure_ode.yaml\n"
         "  lagnet cv my_rig.yaml --vary model.type=known,pure_ode,pinode\n"
-        "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --out runs/cv_quick",
+        "  lagnet cv CONFIG --folds F1,F3 --epochs 2 --horizon 0.5s --stride 10 --out runs/cv_quick",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("configs", nargs="+", metavar="CONFIG", help="YAML config files")
@@ -59,6 +59,12 @@ def register(sub) -> None:
         help="seconds ('0.5s') or steps ('30') (default: the first config's evaluation.horizon)",
     )
     p.add_argument(
+        "--stride",
+        metavar="S",
+        help="score windows starting every S rows ('10') or seconds ('0.2s') of each held-out recording "
+        "(default: evaluation.windows windows at random starts)",
+    )
+    p.add_argument(
         "--out",
         default=os.path.join("runs", "cv"),
         help="folder (default runs/cv): every fold trains into OUT/<config name>/fold-i, the name made a "
@@ -85,6 +91,7 @@ def register(sub) -> None:
 def _command(args) -> str:
     """The command line that reproduces this cross-validation, for its record."""
     options = [("--folds", args.folds), ("--epochs", args.epochs), ("--horizon", args.horizon)]
+    options += [("--stride", args.stride)]
     options += [("--set", item) for item in args.set] + [("--vary", item) for item in args.vary]
     options += [("--reference", args.reference)]
     given = [f"{flag} {value}" for flag, value in options if value is not None]
@@ -98,6 +105,7 @@ def run(args) -> int:
         folds=args.folds,
         epochs=args.epochs,
         horizon=args.horizon,
+        stride=args.stride,
         progress=not args.quiet,
         command=_command(args),
         overwrite=args.overwrite,

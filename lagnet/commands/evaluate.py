@@ -119,8 +119,9 @@ def _control_options(p) -> None:
 
 
 def run_with_control(args) -> int:
-    """`run`, then with --control the closed-loop evaluation: the cart-pole's (`lagnet.control.evaluation`, over
-    --seeds) or the named tasks' (`lagnet.control.task_evaluation`). Bad options fail before any work."""
+    """`run`, then with --control the closed-loop evaluation: the cart-pole's
+    (`lagnet.control.cartpole_evaluation`, over --seeds) or the named tasks' (`lagnet.control.task_evaluation`).
+    Bad options fail before any work."""
     control = getattr(args, "control", False)
     seeds = getattr(args, "seeds", None)
     tasks, plant = getattr(args, "task", None), getattr(args, "plant", None)
@@ -138,15 +139,15 @@ def run_with_control(args) -> int:
         )
     code = run(args)
     if control and dyn is None:
-        from ..control import evaluation
+        from ..control import cartpole_evaluation
 
-        result = evaluation.evaluate_run_control(args.run_dir, args.out)
-        print(evaluation.control_section({"control": result}))
+        result = cartpole_evaluation.evaluate_run_control(args.run_dir, args.out)
+        print(cartpole_evaluation.control_section({"control": result}))
         if seeds:
             from ..control_seeds import evaluate_run_control_seeds
 
             result = evaluate_run_control_seeds(args.run_dir, seeds, args.out, progress=True)
-            print(evaluation.seeds_section(result))
+            print(cartpole_evaluation.seeds_section(result))
     elif control:
         from ..control import task_evaluation
 

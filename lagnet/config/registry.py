@@ -9,7 +9,7 @@ from collections.abc import Callable
 from .. import integrators as _integrators
 from .. import systems as _systems
 from ..systems.base import AbstractSystem
-from . import models as _models
+from . import model_builders as _models
 from .errors import ConfigError
 from .sources import SOURCED
 

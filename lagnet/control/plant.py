@@ -23,7 +23,7 @@ import numpy as np
 
 from ..integrators import RK4
 from ..rollout import rollout
-from ..simulate.rig_loop import rig_sampler
+from ..simulate.host_controller_loop import rig_sampler
 from ..simulate.rigs.base import AbstractRig
 from ..simulate.sensors import StateSensors
 from ..systems.base import AbstractDynamics, AbstractSystem

@@ -13,11 +13,12 @@ integrated, the true state: the controller on its own model).
 A double pendulum trained with both joints driven (the DFKI recordings) is controlled through one input at a
 time (`SelectedInputs`): as the pendubot and as the acrobot, its default tasks.
 
-The cart-pole's LQR + MPC evaluation on its rig (`lagnet.control.evaluation`) stays the default for a cart-pole
-run; this is what `--task` or `--plant` ask for.
+The cart-pole's LQR + MPC evaluation on its rig (`lagnet.control.cartpole_evaluation`) stays the default for a
+cart-pole run; this is what `--task` or `--plant` ask for.
 """
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config.bounded import read_json
 from ..simulate import ArmRig, CartPoleRig, PendulumRig
 from ..systems import CartPole, DoublePendulum, Pendulum
 from ..systems.base import AbstractSystem
 from .controllers import LQRController
 from .dynamics import Dynamics, SelectedInputs
-from .evaluation import write_control
 from .ilqr import ILQRController
 from .plant import AbstractPlant, RigPlant, SystemPlant
 from .task_loop import TaskRun, run_task
@@ -206,6 +207,20 @@ def evaluate_tasks(
 
 
 _READ = {"true": "the true state", "sensors": "the sensors"}
+
+
+def write_control(run_dir: str, out: str | None, control: dict[str, Any], section: str) -> None:
+    """metrics.json's "control" replaced by `control`, and `section` appended to report.md."""
+    folder = Path(out) if out else Path(run_dir) / "evaluation"
+    folder.mkdir(parents=True, exist_ok=True)
+    metrics_path = folder / "metrics.json"
+    metrics = read_json(metrics_path, "an evaluation's metrics") if metrics_path.exists() else {}
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{metrics_path}: not an evaluation's metrics (a JSON object)")
+    metrics["control"] = control
+    metrics_path.write_text(json.dumps(metrics, indent=1, sort_keys=True))
+    with open(folder / "report.md", "a") as f:
+        f.write("\n" + section)
 
 
 def evaluate_run_tasks(

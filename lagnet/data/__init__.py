@@ -12,12 +12,12 @@ from .catalog import dataset_path as dataset_path
 from .catalog import dataset_system as dataset_system
 from .catalog import datasets as datasets
 from .catalog import load_dataset as load_dataset
+from .formats.npz_file import write_npz as write_npz
 from .loader import finite_difference as finite_difference
 from .loader import load_trajectories as load_trajectories
 from .loader import load_trajectory as load_trajectory
 from .loader import read_table as read_table
 from .mapping import ColumnMapping as ColumnMapping
-from .npz import write_npz as write_npz
 from .trajectory import Trajectory as Trajectory
 from .windows import Window as Window
 from .windows import WindowDataset as WindowDataset

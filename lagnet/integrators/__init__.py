@@ -1,8 +1,8 @@
 """Integrators for second-order systems q̈ = a(q, q̇, u), one method per file.
 
 `base.py` holds the interfaces (`AbstractIntegrator`, `AbstractImplicitIntegrator` and its `AbstractRootFinder`),
-`newton.py` the default root finder, `analysis.py` the numerical analysis of the methods (step matrices, stability,
-energy drift, Hopf onsets).
+`newton.py` the default root finder. Their numerical analysis (step matrices, stability, energy drift, Hopf onsets)
+is `lagnet.integrator_analysis`, above `rollout`, whose runs it measures.
 """
 
 from .backward_euler import BackwardEuler as BackwardEuler

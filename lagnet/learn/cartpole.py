@@ -6,16 +6,16 @@ identification excitation, and its swing-up MPC as the controller.
 A feedback-free random force would drive the cart into its end stops, so the excitation is the rig's own
 identification input (a PRBS, chirp or multisine force on a rail PD, `CartPoleControlRig` with identification
 segments only). The controller is the model's swing-up MPC with its upright LQR near the top
-(`lagnet.control.evaluation.SwingUp`); success: the pole within 0.1 rad of upright over an episode's last `hold`
-seconds, the cart inside ±0.3 m throughout (the `cartpole-swingup` task's test).
+(`lagnet.control.cartpole_evaluation.SwingUp`); success: the pole within 0.1 rad of upright over an episode's last
+`hold` seconds, the cart inside ±0.3 m throughout (the `cartpole-swingup` task's test).
 """
 
 import dataclasses
 
 import numpy as np
 
+from ..control.cartpole_evaluation import SwingUp, cartpole_task
 from ..control.controllers import MemoryController
-from ..control.evaluation import SwingUp, cartpole_task
 from ..control.plant import RigPlant
 from ..simulate import CartPoleRig
 from ..simulate.rigs.cartpole_control import CartPoleControlRig

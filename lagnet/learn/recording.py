@@ -13,7 +13,7 @@ import numpy as np
 
 from ..control.plant import AbstractPlant
 from ..control.tasks import Task
-from ..data.npz import write_npz
+from ..data.formats.npz_file import write_npz
 from ..systems.base import AbstractSystem
 
 

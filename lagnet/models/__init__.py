@@ -1,6 +1,7 @@
 """Known + learned models: PINODE, learned potentials, the pure ODE and black-box baselines."""
 
 from .base import AbstractModel as AbstractModel
+from .base import physics_prior as physics_prior
 from .blackbox import BlackBox as BlackBox
 from .features import OutputScale as OutputScale
 from .features import StateFeatures as StateFeatures
@@ -15,5 +16,4 @@ from .mlp import make_mlp as make_mlp
 from .pinode import PINODE as PINODE
 from .pinode import start_physics_from as start_physics_from
 from .potential import LearnedPotential as LearnedPotential
-from .prior import physics_prior as physics_prior
 from .region import TrainingRegion as TrainingRegion

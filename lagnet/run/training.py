@@ -3,7 +3,7 @@
 The directory holds config.yaml (the resolved config), run.json (the step and precision), metrics.jsonl (one line
 per epoch), checkpoints/best.eqx and last.eqx, the last few training states (for `--resume`, bit for bit) and
 summary.json. The parts live beside it: the builders from config to objects (`builders`), the data
-(`training_data`), the run folder's safety and identity (`folder`) and the callback that writes it (`callback`);
+(`recordings`), the run folder's safety and identity (`folder`) and the callback that writes it (`callback`);
 their public names are importable from here too.
 """
 
@@ -51,9 +51,13 @@ from .folder import (
 from .identification import bound_message, identify_physics, save_identified
 from .load import as_dtype, check_precision
 from .lock import locks_run_dir
-from .recordings import measured_step, sample_statistics, validation_horizon
+from .recordings import (
+    load_training_data,
+    measured_step,
+    sample_statistics,
+    validation_horizon,
+)
 from .spec import RunSpec, module_digest
-from .training_data import load_training_data
 from .validation import outlier_segments, segment_errors
 
 __all__ = [

@@ -12,11 +12,11 @@ from .generate import Generator as Generator
 from .generate import generate as generate
 from .generate import rig_from_meta as rig_from_meta
 from .generate import true_plant as true_plant
+from .host_controller_loop import ControllerRun as ControllerRun
+from .host_controller_loop import SampledRig as SampledRig
+from .host_controller_loop import rig_sampler as rig_sampler
+from .host_controller_loop import run_controller as run_controller
 from .plant import Plant as Plant
-from .rig_loop import ControllerRun as ControllerRun
-from .rig_loop import SampledRig as SampledRig
-from .rig_loop import rig_sampler as rig_sampler
-from .rig_loop import run_controller as run_controller
 from .rigs import AbstractRig as AbstractRig
 from .rigs import AbstractRigForce as AbstractRigForce
 from .rigs import ArmRig as ArmRig

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.npz import write_npz
+from ..data.formats.npz_file import write_npz
 from ..systems.base import AbstractDynamics
 from .rigs import AbstractRig, arm, cartpole, cartpole_control, pendulum, potential
 

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from .._types import Array, Float, Int
 from ..integrators.base import AbstractIntegrator, StepInfo
 from ..rollout import rollout
-from .held import held_rollout
+from .first_steps import held_rollout
 
 
 class StateLoss(eqx.Module):

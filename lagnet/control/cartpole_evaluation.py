@@ -17,7 +17,6 @@ controllers see the rig's true state, as every result on the control pages was m
 """
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from .dynamics import Dynamics, linearise_averaged, trim
 from .lqr import dlqr
 from .mpc import ProjectedMPC
 from .plant import RigPlant
+from .task_evaluation import write_control
 from .task_loop import run_task
 from .tasks import Task, cartpole_swingup
 
@@ -422,20 +422,6 @@ def read_control(run_dir: str, out: str | None) -> dict[str, Any] | None:
     path = Path(out or Path(run_dir) / "evaluation") / "metrics.json"
     metrics = read_json(path, "an evaluation's metrics") if path.exists() else {}
     return metrics.get("control") if isinstance(metrics, dict) else None
-
-
-def write_control(run_dir: str, out: str | None, control: dict[str, Any], section: str) -> None:
-    """metrics.json's "control" replaced by `control`, and `section` appended to report.md."""
-    folder = Path(out) if out else Path(run_dir) / "evaluation"
-    folder.mkdir(parents=True, exist_ok=True)
-    metrics_path = folder / "metrics.json"
-    metrics = read_json(metrics_path, "an evaluation's metrics") if metrics_path.exists() else {}
-    if not isinstance(metrics, dict):
-        raise ValueError(f"{metrics_path}: not an evaluation's metrics (a JSON object)")
-    metrics["control"] = control
-    metrics_path.write_text(json.dumps(metrics, indent=1, sort_keys=True))
-    with open(folder / "report.md", "a") as f:
-        f.write("\n" + section)
 
 
 def over_seeds(per_seed: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -430,17 +430,16 @@ def cross_validate(
 
     `paths`: config files, or (file, overrides) pairs, variants of a file (`_variants`). `horizon`: seconds
     ('0.5s') or steps (default: the first config's `evaluation.horizon`); `stride`: windows starting every that
-    many rows ('10') or seconds of each held-out recording, instead of `evaluation.windows` random ones.
-    `vary` ("model.type=known,pure_ode,pinode", ...): each config file once per combination (`vary_entries`).
-    Fold folders are OUT/<folder>/fold-i, the folder made from the config's name by `folder_name`; one that
-    holds this fold already is resumed, one that holds anything else is refused unless `overwrite`.
-    OUT/chosen.yaml is the chosen candidate's config, to train on all its recordings."""
+    many rows ('10') or seconds of each held-out recording, instead of `evaluation.windows` random ones; `vary`
+    ("model.type=known,pinode", ...): each file once per combination (`vary_entries`). Fold folders are
+    OUT/<folder>/fold-i (`folder_name`); one that holds this fold already is resumed, one that holds anything else
+    is refused unless `overwrite`. OUT/chosen.yaml is the chosen candidate's config, to train on all its recordings."""
     from .data.horizons import parse_horizon
     from .run import save_json
 
-    if vary:
-        paths = vary_entries(paths, vary, overrides)
-    files, own, configs = _variants(paths, list(overrides))
+    files, own, configs = _variants(
+        vary_entries(paths, vary, overrides) if vary else paths, overrides
+    )
     paths, configs, refit = _with_reference(files, configs, reference_config, overrides)
     own += [[]] * (len(paths) - len(own))
     names = _names(paths, configs)
@@ -479,11 +478,7 @@ def cross_validate(
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
         "command": command,
         "horizon": h.label,
-        "windows": (
-            f"every {every.label} of the held-out recording"
-            if every is not None
-            else "evaluation.windows at random (the config's seed) on the held-out recording"
-        ),
+        "windows": _windows_label(every),
         "reference": "mean |error| at the horizon of the physics as given (the first config's model before "
         "training, its network removed) on the same windows of the held-out recording",
         "configs": results,
@@ -494,6 +489,13 @@ def cross_validate(
     save_json(os.path.join(out, "cv.json"), report)
     _write_choice(os.path.join(out, "chosen.yaml"), results, configs, choice)
     return report
+
+
+def _windows_label(every) -> str:
+    """Which windows of the held-out recording were scored, for the record."""
+    if every is not None:
+        return f"every {every.label} of the held-out recording"
+    return "evaluation.windows at random (the config's seed) on the held-out recording"
 
 
 def _write_choice(path: str, results: list[dict], configs: list, choice: dict) -> None:

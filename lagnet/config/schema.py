@@ -622,6 +622,17 @@ class DataConfig(_Section):
     )
 
 
+# The rules that can pick a run's best epoch, each with what its score is: the one list of `training.select_by`'s
+# choices (and `lagnet.fit`'s), which `lagnet.train.fit` scores and every message names.
+SELECT_BY = {
+    "guarded_relative_error": "final error relative to the physics (mean over coordinates, no coordinate worse)",
+    "relative_error": "final error relative to the physics (mean over coordinates)",
+    "worst_relative_error": "final error relative to the physics (worst coordinate)",
+    "final_error": "final error (mean over coordinates)",
+    "loss": "validation loss",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig(_Section):
     epochs: int = option(50, (int,), "passes over the training windows", non_negative)
@@ -694,16 +705,7 @@ class TrainingConfig(_Section):
         "the epochs no worse than the physics on any coordinate: no coordinate is traded for another) | loss "
         "(the validation loss); without validation recordings the default and auto select by the training "
         "loss",
-        one_of(
-            (
-                "auto",
-                "guarded_relative_error",
-                "relative_error",
-                "worst_relative_error",
-                "final_error",
-                "loss",
-            )
-        ),
+        one_of(("auto", *SELECT_BY)),
     )
     keep_checkpoints: int = option(
         3, (int,), "training states of the last N epochs kept for resuming", positive

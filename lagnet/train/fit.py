@@ -22,6 +22,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from .. import parallel
+from ..config.schema import SELECT_BY
 from ..data.angles import wrap
 from ..data.windows import WindowDataset
 from ..integrators.base import AbstractIntegrator
@@ -44,14 +45,8 @@ __all__ = [
     "make_eval_fn",
 ]
 
-# What can select the best epoch, with what its score is (for messages).
-SELECTION_METRICS = {
-    "loss": "validation loss",
-    "final_error": "final error (mean over coordinates)",
-    "relative_error": "final error relative to the physics (mean over coordinates)",
-    "worst_relative_error": "final error relative to the physics (worst coordinate)",
-    "guarded_relative_error": "final error relative to the physics (mean over coordinates, no coordinate worse)",
-}
+# What can select the best epoch, with what its score is (for messages): the config's one list.
+SELECTION_METRICS = SELECT_BY
 
 
 class TrainState(eqx.Module):

@@ -8,6 +8,8 @@ import jax
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..config.schema import SELECT_BY
+
 
 def say(message: str, end: str = "\n") -> None:
     print(message, end=end, file=sys.stderr, flush=True)
@@ -45,9 +47,6 @@ class CompileClock:
 
     def __exit__(self, *exc):
         jax.monitoring.unregister_event_duration_listener(self._listen)
-
-
-_METRICS = {"loss": "validation loss", "final_error": "final error"}
 
 
 class Progress:
@@ -107,9 +106,7 @@ class Progress:
         """Why training stopped before its last epoch (nothing when it ran them all)."""
         if not self.talk:
             return
-        metric = _METRICS.get(select_by, "final error relative to the untrained model")
-        if select_by == "guarded_relative_error":
-            metric += " (no coordinate worse)"
+        metric = SELECT_BY[select_by]
         if reason == "patience":
             say(
                 f"stopped early at epoch {epoch}: no improvement for {stale} epochs; "

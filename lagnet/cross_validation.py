@@ -31,7 +31,7 @@ def least_squares_refit(config):
     """The classical reference for `config`'s physics: the same system, friction and learned parameters, no
     network, fitted by the equation-error least squares on the training and validation recordings, nothing
     trained; None for a config without physics or one whose model reads past inputs."""
-    if config.model.type in ("blackbox", "potential") or getattr(config.model, "input_history", 0):
+    if config.model.type in ("blackbox", "potential") or config.model.setting("input_history"):
         return None
     return config.replace(
         {
@@ -128,7 +128,9 @@ class _Reference:
             stats = sample_statistics(train, window=fold_config.data.derivative_window)
             # The model before training, as `lagnet train` builds it (friction fitted to this fold's data).
             given = build_model(fold_config, system, stats, key=jax.random.key(fold_config.seed))
-            label, physics = baseline(as_dtype(given, dtype), fold_config.model.input_history)
+            label, physics = baseline(
+                as_dtype(given, dtype), fold_config.model.setting("input_history")
+            )
             test = load_recordings(fold_config, system, [held_out])
             chosen = (
                 {"stride": self.stride}

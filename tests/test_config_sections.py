@@ -101,10 +101,25 @@ def test_sections_round_trip_through_config_yaml():
 def test_code_reading_any_section_gets_what_a_type_without_the_key_amounts_to():
     known = validate({"model": {"type": "known"}}).model
     assert isinstance(known, KnownModelConfig)
-    assert known.input_history == 0 and known.start_from is None and known.zero_init is False
-    assert known.identification.method == "none"
+    assert known.setting("input_history") == 0 and known.setting("start_from") is None
+    assert known.setting("zero_init") is False
+    assert known.setting("identification").method == "none"
     assert not KnownModelConfig.reads("input_history") and PureOdeModelConfig.reads("input_history")
-    assert validate({"model": {"type": "pinode"}}).model.zero_init is True
+    pinode = validate({"model": {"type": "pinode", "input_history": 2}}).model
+    assert pinode.setting("zero_init") is True and pinode.setting("input_history") == 2
+    # Read as an attribute, a key the type does not read is an error, never a quiet default.
+    with pytest.raises(
+        AttributeError, match=r"model.type known does not read model.identification: use"
+    ):
+        known.identification  # noqa: B018
+    with pytest.raises(AttributeError, match=r"model.type blackbox does not read model.friction$"):
+        validate({"model": {"type": "blackbox"}}).model.friction  # noqa: B018
+    with pytest.raises(AttributeError):
+        known.no_such_key  # noqa: B018
+    with pytest.raises(KeyError):
+        known.setting(
+            "friction"
+        )  # not a key whose absence has one meaning: the caller must know the type
 
 
 def test_a_section_cannot_carry_another_type():

@@ -107,7 +107,7 @@ def run(args) -> int:
             )
         )
         return 0
-    for earlier in (args.out if args.resume else None, config.model.start_from):
+    for earlier in (args.out if args.resume else None, config.model.setting("start_from")):
         if earlier and os.path.isfile(os.path.join(earlier, "config.yaml")):
             changed = changed_defaults(args.config, earlier, args.set)
             if changed:

@@ -66,7 +66,7 @@ def output_scale(setting, size: int, target=None, key: str = "model.output_scale
 
 def input_limit(config, system: AbstractSystem) -> tuple[float, ...] | None:
     """`model.input_limit` as one limit per input of the system (None: unlimited)."""
-    limit = config.model.input_limit
+    limit = config.model.setting("input_limit")
     if limit is None:
         return None
     values = limit if isinstance(limit, list) else [limit] * system.n_inputs
@@ -87,7 +87,7 @@ def _features(config, system: AbstractSystem, stats) -> StateFeatures:
         return StateFeatures.from_data(
             system.angles, stats["q"], stats["qd"], stats["u"], hide_position=hidden
         )
-    m_net = system.n_inputs * (1 + mc.input_history)
+    m_net = system.n_inputs * (1 + mc.setting("input_history"))
     return StateFeatures(system.angles, m_net, hide_position=hidden)
 
 

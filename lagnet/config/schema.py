@@ -334,15 +334,6 @@ class ModelConfig(_Section):
 
     type: str = _model_type("pinode")
 
-    # What a section without these keys amounts to, for the code that reads any model's section. Class
-    # attributes, not fields (no annotation): the sections that read a key declare it as a field.
-    input_history = 0  # sees no past inputs
-    input_limit = None  # reads its inputs unsaturated
-    zero_init = False  # has no network starting at zero: does not start as its physics
-    start_from = None  # starts from no other run's physics
-    identification = IdentificationConfig(method="none")  # has no physics to identify
-    residual_penalty = 0.0  # has no residual to keep small
-
     def __post_init__(self):
         if MODEL_SECTIONS.get(self.type) is not type(self):
             raise ConfigError(
@@ -354,6 +345,33 @@ class ModelConfig(_Section):
     def reads(cls, key: str) -> bool:
         """Whether this section has `key` (the model type reads it)."""
         return key in {f.name for f in dataclasses.fields(cls)}
+
+    def setting(self, key: str):
+        """`key`'s value for any model type: the section's own where its type reads the key, else what a model
+        without it amounts to (`ABSENT`: no past inputs, no physics to identify, ...). Reading such a key as an
+        attribute of a type that does not read it is an error, never a quiet default."""
+        return getattr(self, key) if self.reads(key) else ABSENT[key]
+
+    def __getattr__(self, name: str):
+        # Called only for a name that is no field: a key of another model type, or a typo.
+        if name.startswith("__") or name not in {k[1] for k in key_paths() if k[0] == "model"}:
+            raise AttributeError(name)
+        raise AttributeError(
+            f"model.type {self.type} does not read model.{name}"
+            + (f": use .setting({name!r}) for what its absence means" if name in ABSENT else "")
+        )
+
+
+# What a model section without these keys amounts to, for the code that reads any model's section
+# (`ModelConfig.setting`).
+ABSENT = {
+    "input_history": 0,  # sees no past inputs
+    "input_limit": None,  # reads its inputs unsaturated
+    "zero_init": False,  # has no network starting at zero: does not start as its physics
+    "start_from": None,  # starts from no other run's physics
+    "identification": IdentificationConfig(method="none"),  # has no physics to identify
+    "residual_penalty": 0.0,  # has no residual to keep small
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -582,7 +582,7 @@ def evaluate_run(
         dtype=dtype,
     )
     names, angles = system.state_names, system.angles
-    base = baseline(model, config.model.input_history)
+    base = baseline(model, config.model.setting("input_history"))
 
     bar.update()
     bar.set_postfix_str("window errors")

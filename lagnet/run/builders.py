@@ -39,7 +39,7 @@ def make_loss(config: Config, system, stats) -> StateLoss:
         weights("weights_qd"),
         jnp.asarray(sq),
         jnp.asarray(sqd),
-        residual_weight=float(config.model.residual_penalty),
+        residual_weight=float(config.model.setting("residual_penalty")),
     )
 
 

@@ -93,7 +93,7 @@ def run_identity(config: Config) -> dict:
             "function": split_source(source)[1],
             "sha256": (sha256_file(path) or "missing")[:16],
         }
-    start = config.model.start_from
+    start = config.model.setting("start_from")
     if start is not None:
         # The model it starts from, by content: a resume must start from the same physics.
         best = os.path.join(start, "checkpoints", "best.eqx")

@@ -83,7 +83,7 @@ def identify_physics(
     any validation coordinate at the windows' end; otherwise the start is kept, and the record says why.
     Every parameter that ends on a bound (least-squares friction start included) or collapses by orders of
     magnitude is warned about and listed."""
-    ic = config.model.identification
+    ic = config.model.setting("identification")
     ls_hits = friction_fit_bounds(config, model)
     for hit in ls_hits or []:
         _warn(config, bound_message(hit, "least-squares"))
@@ -146,7 +146,7 @@ def collapse_message(c: dict, what: str) -> str:
 
 def _identify(config, prior, integrator, trajs, loss, dtype, progress):
     """`identify` with the config's settings: the identified physics and its record."""
-    ic = config.model.identification
+    ic = config.model.setting("identification")
     if progress:
         print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
     horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
@@ -216,7 +216,7 @@ def _equation_error(config, prior, trajs):
             f"model.input_history: 0, got {prior.input_history}"
         )
     samples = sample_statistics(trajs, window=config.data.derivative_window)
-    ic = config.model.identification
+    ic = config.model.setting("identification")
     return identify_equation_error(
         prior,
         samples["q"],
@@ -234,7 +234,7 @@ def _validate(config, start, identified, integrator, loss, validation, record):
     before = end_errors(start, integrator, loss, validation)
     after = end_errors(identified, integrator, loss, validation)
     record["validation_before"], record["validation_after"] = before.tolist(), after.tolist()
-    if config.model.identification.accept != "every_coordinate":
+    if config.model.setting("identification").accept != "every_coordinate":
         return identified
     worse = [
         f"{name} {b:.4g} → {a:.4g}"

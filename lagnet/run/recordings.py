@@ -44,7 +44,9 @@ def load_recordings(config: Config, system: AbstractSystem, paths) -> list[Traje
     """The trajectories in `paths`, mapped by `data.mapping`, with the inputs extended by the model's input
     history. Their measured time stamps are what is stepped; a declared `integrator.dt` must agree with each
     file's median step (else a `ConfigError`: resample the data, or drop `integrator.dt`)."""
-    history = InputHistory(system.n_inputs, config.model.input_history, input_limit(config, system))
+    history = InputHistory(
+        system.n_inputs, config.model.setting("input_history"), input_limit(config, system)
+    )
     trajs = []
     for path in paths:
         loaded = load_trajectories(

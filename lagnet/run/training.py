@@ -120,8 +120,8 @@ def _model_and_data(config: Config, model_key):
     train_trajs, val_trajs = load_training_data(config, system)
     stats = sample_statistics(train_trajs, window=config.data.derivative_window)
     model = build_model(config, system, stats, key=model_key)
-    if config.model.start_from is not None:
-        model = start_from(config.model.start_from, model)
+    if config.model.setting("start_from") is not None:
+        model = start_from(config.model.setting("start_from"), model)
     return system, train_trajs, val_trajs, stats, as_dtype(model, jnp.dtype(config.dtype))
 
 
@@ -162,7 +162,9 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         config,
         model,
         integrator,
-        train_trajs + val_trajs if config.model.identification.data == "all" else train_trajs,
+        train_trajs + val_trajs
+        if config.model.setting("identification").data == "all"
+        else train_trajs,
         loss,
         dtype,
         checkpoints.folder,
@@ -171,7 +173,11 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
         validation=validation,
     )
     spec = RunSpec(
-        dt, config.dtype, config.model.input_history, __version__, sources=module_digest(config)
+        dt,
+        config.dtype,
+        config.model.setting("input_history"),
+        __version__,
+        sources=module_digest(config),
     )
     windows = _horizons(train_trajs, tc, dtype)
     steps_per_epoch = max(len(windows(0)) // tc.batch_size, 1)
@@ -282,7 +288,7 @@ def _fallback(config: Config, setup: _Setup, result) -> str | None:
     improved = result.best_epoch >= 0
     trains = _trains(model)
     # A PINODE starts as its physics (network output zero): an untrained best is the physics, shipped as such.
-    starts_as_physics = config.model.zero_init and model.physics_prior() is not model
+    starts_as_physics = config.model.setting("zero_init") and model.physics_prior() is not model
     fallback = (
         "physics"
         if trains and starts_as_physics and model.physics_prior() is not None and not improved

@@ -2,7 +2,9 @@
 shows exactly them, nothing public is left out of the list, and the errors share one root."""
 
 import importlib
+import re
 import types
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +40,40 @@ def test_lagnets_errors_share_one_root():
     from lagnet.control import TaskMismatch
 
     assert issubclass(TaskMismatch, lagnet.LagnetError)
+
+
+API = Path(__file__).resolve().parents[1] / "docs" / "reference" / "api"
+
+
+def _documented(text: str) -> set[str]:
+    """The names a page documents: each `::: path.NAME` object, the public names a `::: module` defines, and the
+    names it writes in backticks."""
+    names = set(re.findall(r"`([A-Za-z_]\w*)`", text))
+    for target in re.findall(r"^::: ([\w.]+)$", text, re.M):
+        try:
+            module = importlib.import_module(target)
+        except ImportError:
+            names.add(target.rsplit(".", 1)[1])
+            continue
+        names |= {k for k, v in vars(module).items() if getattr(v, "__module__", None) == target}
+    return names
+
+
+def test_the_control_api_page_lists_exactly_the_public_names():
+    import lagnet.control
+
+    page = (API / "control.md").read_text(encoding="utf-8")
+    objects = {t.rsplit(".", 1)[1] for t in re.findall(r"^::: ([\w.]+)$", page, re.M)}
+    public = set(lagnet.control.__all__)
+    assert public <= _documented(page), sorted(public - _documented(page))
+    # Nothing beyond them, but the top-level `learn_to_control` and the module of the Gymnasium classes.
+    assert objects - public == {"learn_to_control", "gym_env"}, sorted(objects - public)
+
+
+def test_every_public_object_of_lagnet_is_on_an_api_page():
+    documented = set().union(
+        *(_documented(p.read_text(encoding="utf-8")) for p in API.glob("*.md"))
+    )
+    objects = {n for n in lagnet.__all__ if not isinstance(getattr(lagnet, n), types.ModuleType)}
+    missing = objects - documented - {"__version__"}
+    assert not missing, sorted(missing)

@@ -41,6 +41,7 @@ _LAZY = {
     ),
     "task_loop": ("run_task", "TaskRun"),
     "ilqr": ("ILQR", "ILQRController"),
+    "task_evaluation": ("for_task", "evaluate_task"),
 }
 
 

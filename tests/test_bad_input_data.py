@@ -406,7 +406,10 @@ def test_a_column_mapped_twice(tmp_path):
 
 def test_too_few_samples_to_hold_out_validation(tmp_path):
     # 8 rows: the held-out part had one sample, no window, and the validation loss silently was the training loss.
-    cfg = load_config(write_config(tmp_path, pendulum_csv(tmp_path / "p.csv", n=8)))
+    one_step = {"horizon": 1}  # the boundary this case is about: windows of one step
+    cfg = load_config(
+        write_config(tmp_path, pendulum_csv(tmp_path / "p.csv", n=8), training=one_step)
+    )
     with pytest.raises(
         ConfigError,
         match=r"8 samples are too few to hold out data.validation_fraction = 0.15.*at least about 14 samples",
@@ -419,7 +422,12 @@ def test_too_few_samples_to_hold_out_validation(tmp_path):
 
 def test_max_duration_that_leaves_no_window(tmp_path):
     cfg = load_config(
-        write_config(tmp_path, pendulum_csv(tmp_path / "p.csv"), data={"max_duration": 0.01})
+        write_config(
+            tmp_path,
+            pendulum_csv(tmp_path / "p.csv"),
+            data={"max_duration": 0.01},
+            training={"horizon": 1},
+        )
     )
     with pytest.raises(
         ConfigError,

@@ -56,7 +56,7 @@ def load_config(
         validation=resolve(config.data.validation),
     )
     model = config.model
-    if model.start_from is not None:
+    if model.setting("start_from") is not None:
         model = dataclasses.replace(model, start_from=resolve([model.start_from])[0])
     system = config.system
     if system.source is not None:

@@ -103,11 +103,14 @@ def _worst(values) -> float:
 
 class _Reference:
     """Per held-out file: the test windows and the error of the physics as given on them, computed once, from
-    the first config that holds out that file (so every config is scored on the same windows and scale)."""
+    the first config that holds out that file (so every config is scored on the same windows and scale). A config
+    with another `model.input_history` gets the same windows (the same count and seed, chosen by time alone)
+    with its inputs extended by its own history."""
 
     def __init__(self, horizon):
         self.horizon = horizon
         self.by_file: dict[str, tuple] = {}
+        self.cuts: dict[tuple[str, int], object] = {}
 
     def get(self, config, fold_config, held_out: str):
         from .config import build_integrator, build_model, build_system
@@ -126,16 +129,24 @@ class _Reference:
             given = build_model(fold_config, system, stats, key=jax.random.key(fold_config.seed))
             label, physics = baseline(as_dtype(given, dtype), fold_config.model.input_history)
             test = load_recordings(fold_config, system, [held_out])
-            cut = cut_windows(
-                test,
-                [self.horizon],
-                count=config.evaluation.windows,
-                seed=config.seed,
-                dtype=dtype,
-            )
+            choice = {"count": config.evaluation.windows, "seed": config.seed, "dtype": dtype}
+            cut = cut_windows(test, [self.horizon], **choice)
             errors = end_errors({"given": physics}, build_integrator(fold_config), cut)["given"]
-            self.by_file[held_out] = (cut, errors, f"{label} of {config.name}, before training")
-        return self.by_file[held_out]
+            described = f"{label} of {config.name}, before training"
+            self.by_file[held_out] = (cut, errors, described, choice)
+            self.cuts[(held_out, fold_config.model.input_history)] = cut
+        first, errors, described, choice = self.by_file[held_out]
+        key = (held_out, fold_config.model.input_history)
+        if key not in self.cuts:
+            test = load_recordings(fold_config, build_system(fold_config), [held_out])
+            cut = cut_windows(test, [self.horizon], **choice)
+            if cut.sources != first.sources:
+                raise ValueError(
+                    f"{held_out}: the windows of {config.name!r}, with model.input_history "
+                    f"{fold_config.model.input_history}, are not those of the first config that holds it out"
+                )
+            self.cuts[key] = cut
+        return self.cuts[key], errors, described
 
 
 # Names Windows keeps for devices, in any case and with any extension: never a folder of a fold.

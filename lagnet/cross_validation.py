@@ -106,12 +106,15 @@ class _Reference:
     """Per held-out file: the test windows and the error of the physics as given on them, computed once, from
     the first config that holds out that file (so every config is scored on the same windows and scale).
     Windows start every `stride` (a `Horizon`: rows or seconds) of the file, or without one at
-    `evaluation.windows` random starts (seeded by the config's seed)."""
+    `evaluation.windows` random starts (seeded by the config's seed). A config with another
+    `model.input_history` gets the same windows (chosen by time alone) with its inputs extended by its own
+    history."""
 
     def __init__(self, horizon, stride=None):
         self.horizon = horizon
         self.stride = stride
         self.by_file: dict[str, tuple] = {}
+        self.cuts: dict[tuple[str, int], object] = {}
 
     def get(self, config, fold_config, held_out: str):
         from .config import build_integrator, build_model, build_system
@@ -132,15 +135,28 @@ class _Reference:
                 as_dtype(given, dtype), fold_config.model.setting("input_history")
             )
             test = load_recordings(fold_config, system, [held_out])
-            chosen = (
+            choice = (
                 {"stride": self.stride}
                 if self.stride is not None
                 else {"count": config.evaluation.windows, "seed": config.seed}
-            )
-            cut = cut_windows(test, [self.horizon], **chosen, dtype=dtype)
+            ) | {"dtype": dtype}
+            cut = cut_windows(test, [self.horizon], **choice)
             errors = end_errors({"given": physics}, build_integrator(fold_config), cut)["given"]
-            self.by_file[held_out] = (cut, errors, f"{label} of {config.name}, before training")
-        return self.by_file[held_out]
+            described = f"{label} of {config.name}, before training"
+            self.by_file[held_out] = (cut, errors, described, choice)
+            self.cuts[(held_out, fold_config.model.setting("input_history"))] = cut
+        first, errors, described, choice = self.by_file[held_out]
+        key = (held_out, fold_config.model.setting("input_history"))
+        if key not in self.cuts:
+            test = load_recordings(fold_config, build_system(fold_config), [held_out])
+            cut = cut_windows(test, [self.horizon], **choice)
+            if cut.sources != first.sources:
+                raise ValueError(
+                    f"{held_out}: the windows of {config.name!r}, with model.input_history "
+                    f"{fold_config.model.setting('input_history')}, are not those of the first config that holds it out"
+                )
+            self.cuts[key] = cut
+        return self.cuts[key], errors, described
 
 
 # Names Windows keeps for devices, in any case and with any extension: never a folder of a fold.

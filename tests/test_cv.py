@@ -142,6 +142,32 @@ def test_cv_trains_each_fold_and_chooses(tmp_path, capsys):
     assert f"wrote {out}/cv.json" in printed
 
 
+def test_cv_scores_configs_of_other_input_histories_on_the_same_windows(tmp_path, capsys):
+    from lagnet.cli import main
+
+    files = [
+        write_pendulum_csv(tmp_path / f"h{i}.csv", steps=80, hold=20, seed=i, theta0=0.4 * i)
+        for i in (1, 2, 3)
+    ]
+    friction = {"viscous": ["theta"]}
+    plain = _config(tmp_path, "plain", files, type="pure_ode", friction=friction)
+    # The same physics reading a history of 3 past inputs: it uses only the newest, so it scores the same.
+    history = _config(
+        tmp_path, "history", files, type="pure_ode", friction=friction, input_history=3
+    )
+    out = tmp_path / "cv"
+    args = ["cv", plain, history, "--folds", "F2", "--epochs", "1", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    capsys.readouterr()
+    with open(out / "cv.json") as f:
+        first, second, _ = json.load(f)["configs"]
+    for k in ("model", "physics"):
+        for n in ("theta", "theta_dot"):
+            assert second["folds"][0]["errors"][k][n] == pytest.approx(
+                first["folds"][0]["errors"][k][n], rel=1e-9
+            )
+
+
 def test_cv_needs_two_recordings(tmp_path, capsys):
     from lagnet.cli import main
 

@@ -56,7 +56,11 @@ def returns(stops: list[tuple[str, str]]) -> int:
 
 
 if __name__ == "__main__":
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "configs", "pendulum_pinode.yaml")
+    path = (
+        sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "configs", "pendulum_pinode.yaml")
+    )
     stops = walk(path)
     files = {f for f, _ in stops}
-    print(f"{path}: {len(stops)} stops in {len(files)} files, {returns(stops)} returns to a file already left")
+    print(
+        f"{path}: {len(stops)} stops in {len(files)} files, {returns(stops)} returns to a file already left"
+    )

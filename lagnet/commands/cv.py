@@ -34,7 +34,8 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar="KEY.PATH=VALUE",
-        help="override a value of every config, as lagnet train's --set (repeatable; VALUE is YAML)",
+        help="override a value of every config, the reference included, as lagnet train's --set (repeatable; "
+        "VALUE is YAML); to compare values of a key, --vary",
     )
     p.add_argument(
         "--vary",

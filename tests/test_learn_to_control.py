@@ -200,7 +200,10 @@ KNOWN_CARTPOLE = {
     "system": {"name": "cartpole"},
     "model": {"type": "known"},
     "integrator": {"name": "rk4"},
-    "training": {"epochs": 0, "horizon": 1},  # one-step windows: a one-second excitation holds enough of them
+    "training": {
+        "epochs": 0,
+        "horizon": 1,
+    },  # one-step windows: a one-second excitation holds enough of them
 }
 
 

@@ -82,17 +82,6 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# The names `__getattr__` provides on first use, so that completion (`dir(lagnet)`) finds them too.
-_LAZY = (
-    "DiffraxReference",
-    "train",
-    "evaluate",
-    "fit",
-    "train_run",
-    "cross_validate",
-    "learn_to_control",
-)
-
 # lagnet's public names, in one place: what `from lagnet import *` gives and what completion shows. The
 # namespaces for one job each are `lagnet.control` (controllers, plants, tasks, export), `lagnet.data`,
 # `lagnet.systems`, `lagnet.models`, `lagnet.integrators`, `lagnet.train` and `lagnet.evaluate`.

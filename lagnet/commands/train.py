@@ -112,9 +112,9 @@ def run(args) -> int:
             changed = changed_defaults(args.config, earlier, args.set)
             if changed:
                 print(describe_changes(changed, earlier), file=sys.stderr)
+    from ..config.schema import SELECT_BY
     from ..models.summary import physics_summary
     from ..run.training import train_run
-    from ..train.fit import SELECTION_METRICS
 
     if config.dtype == "float64":
         # The CLI owns its process: a float64 run needs 64-bit floats before any array is made.
@@ -124,7 +124,7 @@ def run(args) -> int:
     result = train_run(
         config, out, progress=not args.quiet, resume=args.resume, overwrite=args.overwrite
     )
-    metric = SELECTION_METRICS[result.select_by].removeprefix("validation ")
+    metric = SELECT_BY[result.select_by].removeprefix("validation ")
     print(
         f"trained {config.name} ({config.model.type}): best validation {metric} "
         f"{result.best_validation:.4g} after {result.epochs} epochs in {result.seconds:.1f} s → {out}"

@@ -354,7 +354,7 @@ class ModelConfig(_Section):
 
     def __getattr__(self, name: str):
         # Called only for a name that is no field: a key of another model type, or a typo.
-        if name.startswith("__") or name not in {k[1] for k in key_paths() if k[0] == "model"}:
+        if name.startswith("__") or name not in model_fields():
             raise AttributeError(name)
         raise AttributeError(
             f"model.type {self.type} does not read model.{name}"

@@ -45,7 +45,7 @@ def friction_fit_bounds(config, model) -> list[dict] | None:
     """The friction coefficients the least-squares start (`model.friction.fit: lstsq`) left on their lower
     bound 0 (NNLS holds a coefficient there when the data asks for a negative one); None for a model whose
     friction is not started that way."""
-    fc = getattr(config.model, "friction", None)
+    fc = config.model.friction if config.model.reads("friction") else None
     friction = getattr(model, "friction", None)
     if fc is None or friction is None or fc.fit != "lstsq":
         return None

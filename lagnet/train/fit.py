@@ -45,9 +45,6 @@ __all__ = [
     "make_eval_fn",
 ]
 
-# What can select the best epoch, with what its score is (for messages): the config's one list.
-SELECTION_METRICS = SELECT_BY
-
 
 class TrainState(eqx.Module):
     """Everything a resumed fit needs to continue bit for bit: parameters, optimiser state, the data-order key,
@@ -312,8 +309,8 @@ class _Selection:
 
 
 def _check_selection(select_by: str, validation) -> None:
-    if select_by not in SELECTION_METRICS:
-        raise ValueError(f"select_by must be one of {list(SELECTION_METRICS)}, got {select_by!r}")
+    if select_by not in SELECT_BY:
+        raise ValueError(f"select_by must be one of {list(SELECT_BY)}, got {select_by!r}")
     if select_by != "loss" and validation is None:
         raise ValueError(f"select_by={select_by!r} needs validation windows")
 

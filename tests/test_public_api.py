@@ -77,3 +77,33 @@ def test_every_public_object_of_lagnet_is_on_an_api_page():
     objects = {n for n in lagnet.__all__ if not isinstance(getattr(lagnet, n), types.ModuleType)}
     missing = objects - documented - {"__version__"}
     assert not missing, sorted(missing)
+
+
+# Each package's API page documents exactly its `__all__`, object by object (and the top-level names that live
+# beside it), never whole modules.
+PAGES = {
+    "data": ("lagnet.data", set()),
+    "evaluate": ("lagnet.evaluate", {"cross_validate"}),
+    "integrators": ("lagnet.integrators", set()),
+    "models": ("lagnet.models", set()),
+    "run": ("lagnet.run", {"train_run"}),
+    "systems": ("lagnet.systems", set()),
+    "train": ("lagnet.train", set()),
+}
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_each_api_page_lists_exactly_its_namespaces_names(page):
+    namespace, beside = PAGES[page]
+    module = importlib.import_module(namespace)
+    targets = re.findall(r"^::: ([\w.]+)$", (API / f"{page}.md").read_text(encoding="utf-8"), re.M)
+    for target in targets:
+        home, name = target.rsplit(".", 1)
+        assert not isinstance(getattr(importlib.import_module(home), name), types.ModuleType), (
+            target
+        )
+    assert sorted(t.rsplit(".", 1)[1] for t in targets) == sorted({*module.__all__, *beside})
+    # What the package binds at import is listed (its own submodules aside).
+    bound = {k for k, v in vars(module).items() if not k.startswith("_")}
+    bound -= {k for k, v in vars(module).items() if isinstance(v, types.ModuleType)}
+    assert bound <= set(module.__all__), sorted(bound - set(module.__all__))

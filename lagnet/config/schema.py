@@ -374,109 +374,113 @@ ABSENT = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class _NetworkKeys:
-    """The keys of a model with a network: its size, activations and what it sees."""
-
-    width: int = option(50, (int,), "hidden units per layer", positive)
-    depth: int = option(2, (int,), "number of hidden layers", non_negative)
-    activation: str = option(
-        "relu", (str,), "hidden activation (relu, tanh, softplus, gelu, silu, elu)"
-    )
-    final_activation: str = option("tanh", (str,), "output activation (the paper: tanh)")
-    hide_position: list | str = option(
-        [],
-        (list, str),
-        "coordinates whose position the network does not see (only their velocity): a list of names, or "
+# Every key a model section may have, defined once: its default, YAML types, meaning and check (`option`'s
+# arguments), or the section class of a nested section. A section below lists the keys its type reads, in full.
+MODEL_KEYS: dict[str, dict | type[_Section]] = {
+    "width": dict(default=50, types=(int,), doc="hidden units per layer", check=positive),
+    "depth": dict(default=2, types=(int,), doc="number of hidden layers", check=non_negative),
+    "activation": dict(
+        default="relu",
+        types=(str,),
+        doc="hidden activation (relu, tanh, softplus, gelu, silu, elu)",
+    ),
+    "final_activation": dict(
+        default="tanh", types=(str,), doc="output activation (the paper: tanh)"
+    ),
+    "hide_position": dict(
+        default=[],
+        types=(list, str),
+        doc="coordinates whose position the network does not see (only their velocity): a list of names, or "
         "cyclic: the system's cyclic coordinates, those its known physics does not depend on (the cart-pole's "
         "x). Not the default: the rig may depend on them where the known physics does not (end stops)",
-        _hide_position,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _OutputKeys:
-    """The keys of a model whose network's output is a force or an acceleration."""
-
-    output_scale: int | float | list | str = option(
-        "auto",
-        (int, float, list, str),
-        "the network's output is multiplied by this: a number, one per output, or auto (3 × the spread "
+        check=_hide_position,
+    ),
+    "output_scale": dict(
+        default="auto",
+        types=(int, float, list, str),
+        doc="the network's output is multiplied by this: a number, one per output, or auto (3 × the spread "
         "of what the network must learn in the training data: the residual force, or q̈ for a black box)",
-        _output_scale,
-    )
-    input_history: int = option(
-        0, (int,), "past inputs the network also sees (actuator lag)", non_negative
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _InputKeys:
-    """The keys of a model that reads the system's inputs."""
-
-    input_limit: int | float | list | None = option(
-        None,
-        (int, float, list),
-        "the actuator's saturation: the model reads each input (and each past input) clipped to ±this, as "
+        check=_output_scale,
+    ),
+    "input_history": dict(
+        default=0,
+        types=(int,),
+        doc="past inputs the network also sees (actuator lag)",
+        check=non_negative,
+    ),
+    "input_limit": dict(
+        default=None,
+        types=(int, float, list),
+        doc="the actuator's saturation: the model reads each input (and each past input) clipped to ±this, as "
         "the drive delivers it; a number for all inputs or one per input; null: unlimited. Set it when the "
         "data records commands beyond what the actuator delivers",
-        _input_limit,
+        check=_input_limit,
         nullable=True,
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class _FrictionKeys:
-    """The keys of a model with the known physics' friction."""
-
-    friction: FrictionConfig = dataclasses.field(default_factory=FrictionConfig)
-
-
-@dataclasses.dataclass(frozen=True)
-class _PhysicsKeys(_FrictionKeys):
-    """The keys of a model whose physics is fitted: its learned parameters, where it starts, its identification."""
-
-    learn_parameters: list | dict = option(
-        [],
-        (list, dict),
-        "system parameters to learn: names, or {name: {lower, upper, scale}} (default lower 0: kept "
+    ),
+    "friction": FrictionConfig,
+    "learn_parameters": dict(
+        default=[],
+        types=(list, dict),
+        doc="system parameters to learn: names, or {name: {lower, upper, scale}} (default lower 0: kept "
         "non-negative; may start at 0)",
-        _learn_parameters,
-    )
-    start_from: str | None = option(
-        None,
-        (str,),
-        "a trained run (folder, relative to the config) whose physics a PINODE starts from: the values of the "
-        "parameters it learned and its friction coefficients (a two-stage fit: identify the physics with a "
+        check=_learn_parameters,
+    ),
+    "start_from": dict(
+        default=None,
+        types=(str,),
+        doc="a trained run (folder, relative to the config) whose physics a PINODE starts from: the values of "
+        "the parameters it learned and its friction coefficients (a two-stage fit: identify the physics with a "
         "pure ODE run, then learn the residual); null: the config's values",
         nullable=True,
-    )
-    identification: IdentificationConfig = dataclasses.field(default_factory=IdentificationConfig)
-    actuator_lag: float | None = option(
-        None,
-        NUM,
-        "the drive's first-order lag τ (s) between the command and the applied input, a physical parameter "
+    ),
+    "identification": IdentificationConfig,
+    "actuator_lag": dict(
+        default=None,
+        types=NUM,
+        doc="the drive's first-order lag τ (s) between the command and the applied input, a physical parameter "
         "identified and refined like any other (from this start); null: none, unless actuator_delay is given. "
         "Needs model.input_history k with k Δt >= the lag (about 3τ + the dead time recommended)",
-        non_negative,
+        check=non_negative,
         nullable=True,
-    )
-    actuator_delay: float | None = option(
-        None,
-        NUM,
-        "the drive's dead time d (s) before a command acts, identified like actuator_lag; null: none, unless "
-        "actuator_lag is given. Needs model.input_history k with (k − 1) Δt >= d",
-        non_negative,
+    ),
+    "actuator_delay": dict(
+        default=None,
+        types=NUM,
+        doc="the drive's dead time d (s) before a command acts, identified like actuator_lag; null: none, "
+        "unless actuator_lag is given. Needs model.input_history k with (k − 1) Δt >= d",
+        check=non_negative,
         nullable=True,
-    )
+    ),
+}
 
 
-# The keys' groups are listed last first (dataclasses order fields from the last base on), ModelConfig last.
+def _key(name: str, **changes):
+    """The field of model key `name` (`MODEL_KEYS`), with `changes` to its `option` arguments (a type's own doc)."""
+    spec = MODEL_KEYS[name]
+    if isinstance(spec, type):
+        return dataclasses.field(default_factory=spec)
+    return option(**{**spec, **changes})
+
+
 @dataclasses.dataclass(frozen=True)
-class PinodeModelConfig(_PhysicsKeys, _InputKeys, _OutputKeys, _NetworkKeys, ModelConfig):
+class PinodeModelConfig(ModelConfig):
     """`model.type: pinode`: the known physics, friction and a residual network (the paper's model)."""
 
     type: str = _model_type("pinode")
+    width: int = _key("width")
+    depth: int = _key("depth")
+    activation: str = _key("activation")
+    final_activation: str = _key("final_activation")
+    hide_position: list | str = _key("hide_position")
+    output_scale: int | float | list | str = _key("output_scale")
+    input_history: int = _key("input_history")
+    input_limit: int | float | list | None = _key("input_limit")
+    friction: FrictionConfig = _key("friction")
+    learn_parameters: list | dict = _key("learn_parameters")
+    start_from: str | None = _key("start_from")
+    identification: IdentificationConfig = _key("identification")
+    actuator_lag: float | None = _key("actuator_lag")
+    actuator_delay: float | None = _key("actuator_delay")
 
     zero_init: bool = option(
         True, (bool,), "start the network's output at zero (the model starts as its physics)"
@@ -537,37 +541,58 @@ class PinodeModelConfig(_PhysicsKeys, _InputKeys, _OutputKeys, _NetworkKeys, Mod
 
 
 @dataclasses.dataclass(frozen=True)
-class PureOdeModelConfig(_PhysicsKeys, _InputKeys, ModelConfig):
+class PureOdeModelConfig(ModelConfig):
     """`model.type: pure_ode`: the known physics with fitted parameters and friction, no network."""
 
     type: str = _model_type("pure_ode")
-    input_history: int = option(
-        0, (int,), "past inputs the model also takes (actuator lag)", non_negative
+    input_limit: int | float | list | None = _key("input_limit")
+    friction: FrictionConfig = _key("friction")
+    learn_parameters: list | dict = _key("learn_parameters")
+    start_from: str | None = _key("start_from")
+    identification: IdentificationConfig = _key("identification")
+    actuator_lag: float | None = _key("actuator_lag")
+    actuator_delay: float | None = _key("actuator_delay")
+    input_history: int = _key(
+        "input_history", doc="past inputs the model also takes (actuator lag)"
     )
 
 
 @dataclasses.dataclass(frozen=True)
-class BlackBoxModelConfig(_InputKeys, _OutputKeys, _NetworkKeys, ModelConfig):
+class BlackBoxModelConfig(ModelConfig):
     """`model.type: blackbox`: a neural ODE q̈ = s ⊙ f_θ(q, q̇, u), no physics."""
 
     type: str = _model_type("blackbox")
+    width: int = _key("width")
+    depth: int = _key("depth")
+    activation: str = _key("activation")
+    final_activation: str = _key("final_activation")
+    hide_position: list | str = _key("hide_position")
+    output_scale: int | float | list | str = _key("output_scale")
+    input_history: int = _key("input_history")
+    input_limit: int | float | list | None = _key("input_limit")
 
 
 @dataclasses.dataclass(frozen=True)
-class PotentialModelConfig(_NetworkKeys, ModelConfig):
+class PotentialModelConfig(ModelConfig):
     """`model.type: potential`: a learned potential V_θ(q) with the known kinetic energy."""
 
     type: str = _model_type("potential")
-
+    width: int = _key("width")
+    depth: int = _key("depth")
+    activation: str = _key("activation")
+    final_activation: str = _key("final_activation")
+    hide_position: list | str = _key("hide_position")
     learn_mass: bool = option(False, (bool,), "learn a constant SPD mass matrix")
     dissipation: bool = option(False, (bool,), "add a passive learned Rayleigh dissipation")
 
 
 @dataclasses.dataclass(frozen=True)
-class KnownModelConfig(_FrictionKeys, _InputKeys, ModelConfig):
+class KnownModelConfig(ModelConfig):
     """`model.type: known`: the known system with any given friction; nothing is trained."""
 
     type: str = _model_type("known")
+    input_limit: int | float | list | None = _key("input_limit")
+    friction: FrictionConfig = _key("friction")
 
 
 MODEL_SECTIONS: dict[str, type[ModelConfig]] = {

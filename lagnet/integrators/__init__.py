@@ -5,23 +5,18 @@
 is `lagnet.integrator_analysis`, above `rollout`, whose runs it measures.
 """
 
-from .backward_euler import BackwardEuler as BackwardEuler
-from .base import AbstractImplicitIntegrator as AbstractImplicitIntegrator
-from .base import AbstractIntegrator as AbstractIntegrator
-from .base import AbstractRootFinder as AbstractRootFinder
-from .base import StepInfo as StepInfo
-from .centred_implicit import CentredImplicit as CentredImplicit
-from .centred_implicit import NewtonSolution as NewtonSolution
-from .centred_implicit import centred_velocities as centred_velocities
-from .conservative_duffing import ConservativeDuffing as ConservativeDuffing
-from .forward_euler import ForwardEuler as ForwardEuler
-from .leapfrog import Leapfrog as Leapfrog
-from .linearly_implicit_euler import LinearlyImplicitEuler as LinearlyImplicitEuler
-from .newmark import Newmark as Newmark
-from .newton import Newton as Newton
-from .rk4 import RK4 as RK4
-from .symplectic_euler import SymplecticEuler as SymplecticEuler
-from .variational import Variational as Variational
+from .backward_euler import BackwardEuler
+from .base import AbstractImplicitIntegrator, AbstractIntegrator, AbstractRootFinder, StepInfo
+from .centred_implicit import CentredImplicit, NewtonSolution, centred_velocities
+from .conservative_duffing import ConservativeDuffing
+from .forward_euler import ForwardEuler
+from .leapfrog import Leapfrog
+from .linearly_implicit_euler import LinearlyImplicitEuler
+from .newmark import Newmark
+from .newton import Newton
+from .rk4 import RK4
+from .symplectic_euler import SymplecticEuler
+from .variational import Variational
 
 
 def __getattr__(name):
@@ -31,3 +26,25 @@ def __getattr__(name):
 
         return DiffraxReference
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "BackwardEuler",
+    "AbstractImplicitIntegrator",
+    "AbstractIntegrator",
+    "AbstractRootFinder",
+    "StepInfo",
+    "CentredImplicit",
+    "NewtonSolution",
+    "centred_velocities",
+    "ConservativeDuffing",
+    "ForwardEuler",
+    "Leapfrog",
+    "LinearlyImplicitEuler",
+    "Newmark",
+    "Newton",
+    "RK4",
+    "SymplecticEuler",
+    "Variational",
+    "DiffraxReference",
+]

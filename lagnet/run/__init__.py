@@ -4,12 +4,19 @@
 code that loads a run never imports the training loop.
 """
 
-from .files import atomic_write as atomic_write
-from .files import load_tree as load_tree
-from .files import save_json as save_json
-from .files import save_tree as save_tree
-from .files import save_yaml as save_yaml
-from .load import Run as Run
-from .load import load_run as load_run
-from .recordings import load_recordings as load_recordings
-from .spec import RunSpec as RunSpec
+from .files import atomic_write, load_tree, save_json, save_tree, save_yaml
+from .load import Run, load_run
+from .recordings import load_recordings
+from .spec import RunSpec
+
+__all__ = [
+    "atomic_write",
+    "load_tree",
+    "save_json",
+    "save_tree",
+    "save_yaml",
+    "Run",
+    "load_run",
+    "load_recordings",
+    "RunSpec",
+]

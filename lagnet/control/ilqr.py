@@ -9,6 +9,7 @@ Todorov's clamping, exact for one input). `ILQRController` solves once per contr
 previous plan shifted by one step, optionally handing over to the task's LQR near the goal.
 """
 
+import functools
 from collections.abc import Callable
 
 import equinox as eqx
@@ -149,9 +150,11 @@ def _positive_part(h):
     return (v * jnp.maximum(w, 0.0)) @ v.T
 
 
-@eqx.filter_jit
-def _solve(solver: ILQR, x0, plan):
-    return solver.solve(x0, plan)
+def _period(solver: ILQR, x0, plan):
+    """(the first input, the next period's warm start, the cost): one control period's work, compiled whole (at
+    100 Hz each eager operation outside it, a shift or an index, costs a dispatch the period cannot spare)."""
+    us, cost = solver.solve(x0, plan)
+    return us[0], shift(us), cost
 
 
 def smooth_cost(task: Task, running: float = 1.0) -> tuple[Callable, Callable]:
@@ -238,8 +241,9 @@ class ILQRController(AbstractController):
         common = dict(step=step, stage=stage, terminal=terminal, u_min=lo, u_max=hi)
         self.warm = ILQR(**common, iterations=iterations)
         self.cold = ILQR(**common, iterations=first_iterations)
-        self._solve_warm = lambda x, plan: _solve(self.warm, x, plan)
-        self._solve_cold = lambda x, plan: _solve(self.cold, x, plan)
+        # jax.jit of the solver closed over: a call dispatches faster than through eqx.filter_jit's filtering.
+        self._solve_warm = jax.jit(functools.partial(_period, self.warm))
+        self._solve_cold = jax.jit(functools.partial(_period, self.cold))
         self.task = task
         # Default: within 0.3 of the goal's coordinates and 3 of its velocities.
         n = task.goal.size // 2
@@ -273,8 +277,8 @@ class ILQRController(AbstractController):
     def __call__(self, x, t: float):
         x = jnp.asarray(x, self.dtype)
         solve = self._solve_cold if self.cold_next else self._solve_warm
-        plan, _ = solve(x, self.plan)
-        self.plan, self.cold_next = shift(plan), False
+        u, self.plan, _ = solve(x, self.plan)
+        self.cold_next = False
         if np.all(np.abs(np.asarray(self.task.error(np.asarray(x)))) < self.catch):
             return self.lqr(x, t)
-        return plan[0]
+        return u

@@ -44,9 +44,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lagnet.config import MODEL_SECTIONS, build_integrator, build_model, build_system, validate
+from lagnet.config import MODEL_SECTIONS, validate
 from lagnet.data.windows import make_windows
 from lagnet.evaluate.metrics import window_errors
+from lagnet.run import build_integrator, build_model, build_system
 from lagnet.run.recordings import load_recordings
 from lagnet.run.training import train_run
 from lagnet.systems import JointFriction

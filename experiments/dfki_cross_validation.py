@@ -30,13 +30,13 @@ import jax
 import jax.numpy as jnp
 
 import lagnet
-from lagnet.config import build_integrator, build_model, build_system, load_config
+from lagnet.config import load_config
 from lagnet.config.sources import trust_code
 from lagnet.cross_validation import format_cv
 from lagnet.data.horizons import cut_windows, parse_horizon
 from lagnet.evaluate.run import end_errors
 from lagnet.models import physics_prior
-from lagnet.run import load_recordings, load_run
+from lagnet.run import build_integrator, build_model, build_system, load_recordings, load_run
 from lagnet.run.training import train_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -23,8 +23,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lagnet.config import build_integrator, load_config  # noqa: E402
+from lagnet.config import load_config  # noqa: E402
 from lagnet.rollout import rollout  # noqa: E402
+from lagnet.run import build_integrator  # noqa: E402
 from lagnet.run.training import train_run as train  # noqa: E402
 from lagnet.systems import Pendulum  # noqa: E402
 

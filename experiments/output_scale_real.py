@@ -24,7 +24,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from lagnet.config import build_model, build_system, load_config
+from lagnet.config import load_config
 from lagnet.data.derivatives import (
     DEFAULT_WINDOW,
     mad_spread,
@@ -32,6 +32,7 @@ from lagnet.data.derivatives import (
     smoothed_derivative,
 )
 from lagnet.models import residual_force as _residual_force
+from lagnet.run import build_model, build_system
 from lagnet.run.recordings import load_recordings, sample_statistics
 from lagnet.run.training import load_training_data
 

@@ -117,9 +117,9 @@ class _Reference:
         self.cuts: dict[tuple[str, int], object] = {}
 
     def get(self, config, fold_config, held_out: str):
-        from .config import build_integrator, build_model, build_system
         from .data.horizons import cut_windows
         from .evaluate.run import baseline, end_errors
+        from .run.build import build_integrator, build_model, build_system
         from .run.load import as_dtype
         from .run.recordings import load_recordings, sample_statistics
         from .run.training import load_training_data

@@ -6,12 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lagnet.config import ConfigError, build_model, validate
+from lagnet.config import ConfigError, validate
 from lagnet.data.trajectory import Trajectory
 from lagnet.data.windows import make_windows
 from lagnet.integrators import RK4
 from lagnet.models import PINODE
 from lagnet.models.actuator import Actuator
+from lagnet.run import build_model
 from lagnet.run.recordings import with_input_history
 from lagnet.systems import CartPole, JointFriction
 from lagnet.train.identify import identify

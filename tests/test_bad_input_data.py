@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import lagnet.data as ld
 from lagnet.cli import main
-from lagnet.config import ConfigError, build_system, load_config, validate
+from lagnet.config import ConfigError, load_config, validate
+from lagnet.run import build_system
 from lagnet.run.training import load_training_data
 from lagnet.systems import CartPole, Pendulum
 
@@ -583,7 +584,7 @@ def test_random_csv_headers_and_cells(tmp_path_factory, rows, header, sep):
 @pytest.mark.attack("config", "traceback")
 def test_a_system_parameter_that_is_not_a_number_names_the_params():
     from lagnet.config import ConfigError, validate
-    from lagnet.config.registry import build_system
+    from lagnet.run import build_system
 
     config = validate(
         {"system": {"name": "pendulum", "params": {"mass": "a"}}, "data": {"train": ["x.csv"]}}

@@ -10,8 +10,9 @@ import yaml
 from helpers import PENDULUM_MAPPING, write_pendulum_csv
 
 from lagnet.cli import main
-from lagnet.config import ConfigError, build_system, load_config
+from lagnet.config import ConfigError, load_config
 from lagnet.data import load_trajectories
+from lagnet.run import build_system
 
 pytestmark = pytest.mark.attack("CLI", "unclear")
 

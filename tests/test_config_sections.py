@@ -8,7 +8,6 @@ from helpers import model_section
 
 from lagnet.config import (
     MODEL_SECTIONS,
-    MODEL_TYPES,
     ConfigError,
     KnownModelConfig,
     ModelConfig,
@@ -21,10 +20,11 @@ from lagnet.config import (
     model_types_reading,
     validate,
 )
+from lagnet.run import MODELS
 
 
 def test_every_model_type_has_its_own_frozen_section():
-    assert tuple(MODEL_SECTIONS) == MODEL_TYPES  # one section per buildable type
+    assert tuple(MODEL_SECTIONS) == tuple(MODELS)  # one section per buildable type
     for kind, cls in MODEL_SECTIONS.items():
         assert issubclass(cls, ModelConfig) and cls.__dataclass_params__.frozen
         section = validate({"model": {"type": kind}}).model

@@ -140,8 +140,8 @@ def test_input_limit_in_a_config():
     from helpers import CARTPOLE_MAPPING
 
     from lagnet.config import ConfigError, validate
-    from lagnet.config.model_builders import input_limit
     from lagnet.run import load_recordings
+    from lagnet.run.build import input_limit
 
     config = validate(
         {

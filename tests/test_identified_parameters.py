@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import yaml
 
-from lagnet.config import ConfigError, build_system, load_config
+from lagnet.config import ConfigError, load_config
+from lagnet.run import build_system
 from lagnet.systems import DoublePendulum, Pendulum
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -377,7 +377,7 @@ def test_the_residual_penalty_is_a_pinode_key(pendulum_csv):
 def test_validation_blocks_spread_validation_over_a_single_recording(pendulum_csv):
     """`data.validation_blocks: b`: one recording is cut into 2b blocks dealt to training and validation, so the
     validation blocks lie across the recording instead of at its tail; 1 keeps the tail."""
-    from lagnet.config import build_system
+    from lagnet.run import build_system
     from lagnet.run.recordings import load_training_data
 
     config = _config(pendulum_csv)
@@ -415,8 +415,8 @@ def test_model_lipschitz_and_ensemble_build_the_residual_network(pendulum_csv, t
     """`model.lipschitz` wraps the network in `SpectralNormalised`, `model.ensemble: K` builds K of them as an
     `Ensemble`; a trained run of both loads back as it was saved; bad values are refused with their key path."""
     import lagnet
-    from lagnet.config import build_model, build_system
     from lagnet.models import Ensemble, SpectralNormalised
+    from lagnet.run import build_model, build_system
 
     def network(**model):
         config = _config(pendulum_csv, **model)

@@ -207,7 +207,8 @@ def test_hidden_positions_do_not_reach_the_network(key):
     ],
 )
 def test_hide_position_by_name_or_the_cyclic_coordinates(model, hide, hidden):
-    from lagnet.config import build_model, validate
+    from lagnet.config import validate
+    from lagnet.run import build_model
 
     section = {**model, "width": 4} | ({} if hide is None else {"hide_position": hide})
     config = validate({"system": {"name": "cartpole"}, "model": section})

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
-from lagnet.config import ConfigError, build_model, build_system, load_config, validate
+from lagnet.config import ConfigError, load_config, validate
 from lagnet.integrators import RK4
 from lagnet.rollout import rollout
-from lagnet.run import load_run
+from lagnet.run import build_model, build_system, load_run
 from lagnet.run.training import train_run as train
 from lagnet.systems import Pendulum
 from lagnet.train.loss import StateLoss, batch_loss
@@ -388,9 +388,10 @@ def test_a_pinode_starts_from_the_physics_of_a_pure_ode_run(pendulum_csv, tmp_pa
     assert physics.friction.values_by_term()["viscous"][0] > 0  # trained away from its start at 0
     second = config_for(pendulum_csv, friction=friction, learn_parameters=["com"])
     second = second.replace(model={"start_from": str(tmp_path / "physics")})
-    from lagnet.run.training import _start_from, run_identity
+    from lagnet.run.load import start_from
+    from lagnet.run.training import run_identity
 
-    started = _start_from(
+    started = start_from(
         second.model.start_from, build_model(second, Pendulum(), None, key=jax.random.key(0))
     )
     assert started.friction.values_by_term() == physics.friction.values_by_term()
@@ -399,8 +400,8 @@ def test_a_pinode_starts_from_the_physics_of_a_pure_ode_run(pendulum_csv, tmp_pa
     result = train(second, str(tmp_path / "residual"), progress=False)
     assert result.epochs >= 1
     with pytest.raises(ConfigError, match="model.start_from.*no trained run"):
-        _start_from(str(tmp_path / "nowhere"), started)
+        start_from(str(tmp_path / "nowhere"), started)
     # A black box holds no physics to start from.
     train(config_for(pendulum_csv, type="blackbox"), str(tmp_path / "bb"), progress=False)
     with pytest.raises(ConfigError, match="model.start_from.*BlackBox, not a PINODE"):
-        _start_from(str(tmp_path / "bb"), started)
+        start_from(str(tmp_path / "bb"), started)

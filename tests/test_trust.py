@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import lagnet
 from lagnet.cli import main
-from lagnet.config import ConfigError, build_system, load_config
+from lagnet.config import ConfigError, load_config
 from lagnet.config.sources import UntrustedCode, trust_code
+from lagnet.run import build_system
 from lagnet.run.spec import RunSpec
 from lagnet.run.training import train_run
 from lagnet.systems import Pendulum

@@ -12,8 +12,9 @@ import yaml
 from helpers import PENDULUM_MAPPING, model_section, write_pendulum_csv
 
 import lagnet
-from lagnet.config import ConfigError, build_model, build_system, load_config
+from lagnet.config import ConfigError, load_config
 from lagnet.config.sources import trust_code
+from lagnet.run import build_model, build_system
 from lagnet.run.training import train_run
 from lagnet.systems import Pendulum
 

@@ -6,12 +6,7 @@
 from .files import apply_override as apply_override
 from .files import load_config as load_config
 from .registry import INTEGRATORS as INTEGRATORS
-from .registry import MODEL_TYPES as MODEL_TYPES
-from .registry import MODELS as MODELS
 from .registry import SYSTEMS as SYSTEMS
-from .registry import build_integrator as build_integrator
-from .registry import build_model as build_model
-from .registry import build_system as build_system
 from .registry import register_system as register_system
 from .schema import MODEL_SECTIONS as MODEL_SECTIONS
 from .schema import BlackBoxModelConfig as BlackBoxModelConfig
@@ -33,3 +28,12 @@ from .schema import dump as dump
 from .schema import key_paths as key_paths
 from .schema import model_types_reading as model_types_reading
 from .schema import validate as validate
+
+_MOVED = {"build_system", "build_integrator", "build_model", "MODELS"}
+
+
+def __getattr__(name):
+    # The builders live with the run (lagnet.run.build) since the config's objects are built there, one module.
+    if name in _MOVED:
+        raise AttributeError(f"lagnet.config.{name} moved: use lagnet.run.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,7 +34,6 @@ import numpy as np
 from .._errors import RunFolderError
 from ..config import load_config
 from ..config.bounded import read_json
-from ..config.registry import build_system
 from ..config.schema import Config, validate
 from ..config.sources import trust_code as trusting_code
 from ..control.ilqr import ILQRController
@@ -42,6 +41,7 @@ from ..control.load import load
 from ..control.plant import AbstractPlant
 from ..control.task_loop import run_task
 from ..control.tasks import Task, TaskMismatch
+from ..run.build import build_system
 from ..run.training import train_run
 from ..systems.base import AbstractSystem
 from .recording import RandomExcitation, Recording, mapping, write_recording

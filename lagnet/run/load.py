@@ -9,18 +9,12 @@ import jax
 import jax.numpy as jnp
 
 from .._errors import RunFolderError
-from ..config import (
-    Config,
-    ConfigError,
-    build_integrator,
-    build_model,
-    build_system,
-    load_config,
-    sources,
-)
+from ..config import Config, ConfigError, load_config, sources
+from ..config.sources import UntrustedCode, received_run
 from ..integrators.base import AbstractIntegrator
 from ..models.base import AbstractModel
 from ..models.consistency import check_physical
+from .build import build_integrator, build_model, build_system
 from .checkpoints import DamagedManifest, check_model_file
 from .files import load_tree
 from .lock import training_holder
@@ -150,3 +144,23 @@ def _load_run(path: str, which: str, dtype: str | None) -> Run:
     if dtype is not None:
         model = as_dtype(model, jnp.dtype(dtype))
     return Run(run_dir, config, spec, model, integrator)
+
+
+def start_from(run_dir: str, model):
+    """`model.start_from`: the model with the physics of the run in `run_dir` (its best checkpoint)."""
+    key = "model.start_from"
+    if model.physics_prior() is None:
+        raise ConfigError(
+            f"{key}: a {type(model).__name__} has no physics to start; a PINODE (pinode, pure_ode) has"
+        )
+    if not os.path.exists(os.path.join(run_dir, "checkpoints", "best.eqx")):
+        raise ConfigError(f"{key}: {run_dir!r} holds no trained run (no checkpoints/best.eqx)")
+    try:
+        # The run's own code (a Python system it keeps) runs only with consent naming it (--trust-run).
+        with received_run(run_dir, key):
+            started = load_run(run_dir).model
+        return model.with_physics_from(started)
+    except UntrustedCode:
+        raise
+    except ValueError as e:
+        raise ConfigError(f"{key}: {run_dir}: {e}") from None

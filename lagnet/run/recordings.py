@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from ..config import Config, ConfigError
-from ..config.model_builders import input_limit
 from ..data.derivatives import DEFAULT_WINDOW, smoothed_derivative
 from ..data.horizons import parse_horizon
 from ..data.loader import load_trajectories
@@ -15,6 +14,7 @@ from ..data.trajectory import Trajectory
 from ..data.windows import split_by_file, split_by_time
 from ..models.history import InputHistory
 from ..systems.base import AbstractSystem
+from .build import input_limit
 
 # How far the median measured step may be from a declared `integrator.dt` (time stamps carry rounding).
 _DT_TOLERANCE = 1e-3

@@ -2,7 +2,7 @@
 
 The directory holds config.yaml (the resolved config), run.json (the step and precision), metrics.jsonl (one line
 per epoch), checkpoints/best.eqx and last.eqx, the last few training states (for `--resume`, bit for bit) and
-summary.json. The parts live beside it: the builders from config to objects (`builders`), the data
+summary.json. The parts live beside it: the config's system, integrator and model (`build`), the data
 (`recordings`), the run folder's safety and identity (`folder`) and the callback that writes it (`callback`);
 their public names are importable from here too.
 """
@@ -22,7 +22,7 @@ import optax
 
 from .. import parallel
 from .._version import __version__
-from ..config import Config, build_integrator, build_model, build_system
+from ..config import Config, ConfigError
 from ..config.sources import accepts_trust_code
 from ..data.loader import reading_progress
 from ..data.windows import make_windows
@@ -36,7 +36,7 @@ from ..models.summary import (
 )
 from ..train.fit import TrainingDiverged, TrainState, fit, init_optimizer
 from ..train.loss import StateLoss
-from .builders import data_parallel_mesh, make_loss, make_optimizer, make_schedule, start_from
+from .build import build_integrator, build_model, build_system
 from .callback import RunFiles
 from .checkpoints import Checkpoints
 from .files import save_json
@@ -49,7 +49,7 @@ from .folder import (
     run_identity,
 )
 from .identification import bound_message, identify_physics, save_identified
-from .load import as_dtype, check_precision
+from .load import as_dtype, check_precision, start_from
 from .lock import locks_run_dir
 from .recordings import (
     load_training_data,
@@ -76,8 +76,81 @@ __all__ = [
     "train_run",
 ]
 
-# The name the tests and older scripts know `builders.start_from` by.
-_start_from = start_from
+
+def make_loss(config: Config, system, stats) -> StateLoss:
+    """The paper's state loss with the config's weights, normalised by the data's spread (1 for angles)."""
+    tc = config.training
+    n = system.n_dof
+
+    def weights(key):
+        w = getattr(tc, key)
+        if w is None:
+            return jnp.ones(n)
+        if len(w) != n:
+            raise ConfigError(f"training.{key} must have {n} entries (one per coordinate), got {w}")
+        return jnp.asarray(w, float)
+
+    if tc.normalise:
+        sq = np.where(np.asarray(system.angles), 1.0, np.std(stats["q"], axis=0))
+        sqd = np.std(stats["qd"], axis=0)
+        sq, sqd = np.where(sq > 1e-12, sq, 1.0), np.where(sqd > 1e-12, sqd, 1.0)
+    else:
+        sq, sqd = np.ones(n), np.ones(n)
+    return StateLoss(
+        system.angles,
+        weights("weights_q"),
+        weights("weights_qd"),
+        jnp.asarray(sq),
+        jnp.asarray(sqd),
+        residual_weight=float(config.model.setting("residual_penalty")),
+    )
+
+
+def schedule_steps(config: Config, steps_per_epoch: int) -> int:
+    """The optimiser steps the schedule spans: the epochs', or `training.max_steps` when fewer. Built from the
+    config each time a run starts, so a resume with a raised budget stretches the schedule to the new total."""
+    tc = config.training
+    return int(max(min(tc.epochs * steps_per_epoch, tc.max_steps or np.inf), 1))
+
+
+def make_schedule(config: Config, steps_per_epoch: int) -> optax.Schedule:
+    """The learning rate after n optimiser steps: lr (constant); lr (1 + cos(π n / N)) / 2 (cosine); or a
+    linear rise from 0 over the warm-up epochs, then that cosine (warmup_cosine); N = `schedule_steps`."""
+    tc = config.training
+    total, lr = schedule_steps(config, steps_per_epoch), tc.learning_rate
+    if tc.schedule == "cosine":
+        return optax.cosine_decay_schedule(lr, total)
+    if tc.schedule == "warmup_cosine":
+        warm = min(tc.warmup_epochs * steps_per_epoch, total - 1)
+        return optax.warmup_cosine_decay_schedule(0.0, lr, max(warm, 1), total)
+    return optax.constant_schedule(lr)
+
+
+def make_optimizer(config: Config, steps_per_epoch: int) -> optax.GradientTransformation:
+    """The config's optimiser: Adam or AdamW with the learning rate of `make_schedule`, optional clipping."""
+    tc = config.training
+    # A constant rate is passed as a number: the optimiser state then has no schedule count (as runs had).
+    schedule = (
+        tc.learning_rate
+        if tc.schedule not in ("cosine", "warmup_cosine")
+        else make_schedule(config, steps_per_epoch)
+    )
+    parts = []
+    if tc.clip_norm is not None:
+        parts.append(optax.clip_by_global_norm(tc.clip_norm))
+    if tc.optimizer == "adamw":
+        parts.append(optax.adamw(schedule, weight_decay=tc.weight_decay))
+    else:
+        parts.append(optax.adam(schedule))
+    return optax.chain(*parts)
+
+
+def data_parallel_mesh(setting, batch_size: int):
+    """The training mesh of the config's `devices` (see `lagnet.parallel.batch_mesh`), errors as ConfigError."""
+    try:
+        return parallel.batch_mesh(setting, batch_size)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 @dataclasses.dataclass

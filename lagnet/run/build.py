@@ -1,15 +1,22 @@
-"""From the `model` section of a config to a model: one builder per `model.type`, each reading its own section
-(`lagnet.config.schema.MODEL_SECTIONS`).
+"""From a config to the objects it names: its system, integrator and model (what `lagnet.load` rebuilds a run
+with, so nothing of the training machinery is imported here; the training's loss and optimiser are
+`lagnet.run.training`'s).
 
+The model: one builder per `model.type`, each reading its own section (`lagnet.config.schema.MODEL_SECTIONS`).
 Each builder takes the validated `Config`, the system, the statistics and a key. With training statistics
 (`stats`: stacked samples q, qd, qdd, u) the feature scales and the friction fit come from the data; without, a
 skeleton of the right shapes and structure, into which a checkpoint is loaded.
 """
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config import ConfigError
+from ..config.registry import INTEGRATORS, SYSTEMS
+from ..config.sources import SOURCED
 from ..data.derivatives import robust_spread
 from ..models import (
     PINODE,
@@ -26,7 +33,6 @@ from ..models import (
 from ..models.actuator import Actuator
 from ..systems.base import AbstractSystem
 from ..systems.friction import TERMS, JointFriction
-from .errors import ConfigError
 
 
 def coordinate_indices(system: AbstractSystem, names, key: str) -> tuple[int, ...]:
@@ -316,3 +322,37 @@ def build_potential(config, system: AbstractSystem, stats, *, key) -> LearnedPot
     )
     mass_factor = jnp.zeros((n, n)) if mc.learn_mass else None
     return LearnedPotential(system, potential, features, mass_factor, dissipation)
+
+
+# Each builds the model from the validated config, the system and the training statistics (None: a skeleton).
+MODELS: dict[str, Callable] = {
+    "pinode": build_pinode,
+    "pure_ode": build_pure_ode,
+    "blackbox": build_blackbox,
+    "potential": build_potential,
+    "known": build_known,
+}
+
+
+def build_system(config) -> AbstractSystem:
+    """The known system of `config.system`: the registered factory called with `system.params`, or the system
+    its `source` gives (see `lagnet.config.sources`)."""
+    name, params = config.system.name, config.system.params
+    if name in SOURCED:
+        return SOURCED[name](config.system)
+    try:
+        return SYSTEMS[name](**params)
+    except (TypeError, ValueError) as e:
+        # e.g. "could not convert string to float: 'a'": say which values were given.
+        raise ConfigError(f"system.params: {e} (system {name!r}, params {params})") from None
+
+
+def build_integrator(config):
+    """The integrator of `config.integrator`."""
+    return INTEGRATORS[config.integrator.name](config.integrator)
+
+
+def build_model(config, system: AbstractSystem, stats=None, *, key):
+    """The model of `config.model` around `system`; `stats` (stacked training samples q, qd, qdd, u) give the
+    feature scales and the friction fit, without them a skeleton to load a checkpoint into."""
+    return MODELS[config.model.type](config, system, stats, key=key)

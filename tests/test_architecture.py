@@ -86,24 +86,6 @@ def test_no_private_jax_and_every_package_declared():
     assert not missing, f"imported but not declared in pyproject.toml: {sorted(missing)}"
 
 
-# At most this many lines per function in lagnet/ (from `def` to its last line, docstring included).
-MAX_FUNCTION_LINES = 80
-
-
-def _functions():
-    for f in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(f.read_text(), filename=str(f))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                yield f"{f.relative_to(ROOT).as_posix()}:{node.name}", node
-
-
-def test_no_function_is_longer_than_80_lines():
-    lengths = {name: node.end_lineno - node.lineno + 1 for name, node in _functions()}
-    long = {name: n for name, n in lengths.items() if n > MAX_FUNCTION_LINES}
-    assert not long, long
-
-
 def _concrete_model_classes() -> set[str]:
     import inspect
 

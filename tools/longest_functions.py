@@ -1,5 +1,5 @@
 """The longest functions in lagnet/, by lines from `def` to the function's last line (docstring included), as
-tests/test_architecture.py counts them (at most 80 each).
+the development page lists them.
 
     python tools/longest_functions.py       # the 10 longest, as a Markdown table
     python tools/longest_functions.py 20    # the 20 longest

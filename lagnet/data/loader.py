@@ -267,10 +267,6 @@ def _integral(qd: Float[np.ndarray, " k"], t: Float[np.ndarray, " k"]) -> Float[
     return out
 
 
-def _abs_sums(dq: Float[np.ndarray, " k"], di: Float[np.ndarray, " k"]) -> tuple[float, float]:
-    return float(np.abs(dq).sum()), float(np.abs(di).sum())
-
-
 def _velocity_fit(trajs: list[Trajectory], i: int, j: int) -> tuple[float, float] | None:
     """How the increments of q_i over spans of `_VELOCITY_SPAN` follow those of ∫ q̇_j dt (trapezoidal), pooled
     over the episodes: the least-squares ratio Δq ≈ r ∫q̇ and the correlation; None where q_i never moves.
@@ -288,7 +284,16 @@ def _velocity_fit(trajs: list[Trajectory], i: int, j: int) -> tuple[float, float
             b = min(traj.n_rows - span, a + _FIT_ROWS)
             dq = np.subtract(q[a + span : b + span], q[a:b], dtype=float)
             di = integral[a + span : b + span] - integral[a:b]
-            sums += [b - a, dq.sum(), di.sum(), dq @ dq, di @ di, dq @ di, *_abs_sums(dq, di)]
+            sums += [
+                b - a,
+                dq.sum(),
+                di.sum(),
+                dq @ dq,
+                di @ di,
+                dq @ di,
+                float(np.abs(dq).sum()),
+                float(np.abs(di).sum()),
+            ]
     n, sdq, sdi, sdq2, sdi2, sdqdi, adq, adi = sums
     if sdq2 == 0:
         return None

@@ -187,17 +187,6 @@ class _Setup:
     given: eqx.Module | None = None  # the physics as the config gives it, before identification
 
 
-def _model_and_data(config: Config, model_key):
-    """The system, the training and validation recordings, their statistics and the model (in the run's dtype)."""
-    system = build_system(config)
-    train_trajs, val_trajs = load_training_data(config, system)
-    stats = sample_statistics(train_trajs, window=config.data.derivative_window)
-    model = build_model(config, system, stats, key=model_key)
-    if config.model.setting("start_from") is not None:
-        model = start_from(config.model.setting("start_from"), model)
-    return system, train_trajs, val_trajs, stats, as_dtype(model, jnp.dtype(config.dtype))
-
-
 def _horizons(trajs, tc, dtype):
     """epoch → the training windows of its horizon (only the current horizon's are kept)."""
     stages = {}
@@ -216,7 +205,14 @@ def _set_up(config: Config, run_dir: str, *, resume, progress, main, remove, sta
     """Everything `fit` needs, built (and checked) before anything is written into `run_dir`."""
     dtype = jnp.dtype(config.dtype)
     model_key, data_key = jax.random.split(jax.random.key(config.seed))
-    system, train_trajs, val_trajs, stats, model = _model_and_data(config, model_key)
+    # The system, the training and validation recordings, their statistics and the model (in the run's dtype).
+    system = build_system(config)
+    train_trajs, val_trajs = load_training_data(config, system)
+    stats = sample_statistics(train_trajs, window=config.data.derivative_window)
+    model = build_model(config, system, stats, key=model_key)
+    if config.model.setting("start_from") is not None:
+        model = start_from(config.model.setting("start_from"), model)
+    model = as_dtype(model, dtype)
     integrator = build_integrator(config)
     loss = make_loss(config, system, stats)
     tc = config.training
@@ -306,18 +302,10 @@ def _restored(setup: _Setup) -> TrainState | None:
         # A state saved before states recorded the step within an epoch: the same leaves without `step` (it
         # ended an epoch, step 0). If that fails too, the first error is the one to report.
         try:
-            state = setup.checkpoints.load_latest(_without_step(like))
+            state = setup.checkpoints.load_latest(eqx.tree_at(lambda s: s.step, like, None))
         except ValueError:
             raise error from None
-        return eqx.tree_at(lambda s: s.step, state, jnp.asarray(0), is_leaf=_is_none)
-
-
-def _is_none(x) -> bool:
-    return x is None
-
-
-def _without_step(state: TrainState) -> TrainState:
-    return eqx.tree_at(lambda s: s.step, state, None)
+        return eqx.tree_at(lambda s: s.step, state, jnp.asarray(0), is_leaf=lambda x: x is None)
 
 
 def _fit(config: Config, run_dir: str, setup: _Setup, restored, callbacks, progress: bool):

@@ -13,6 +13,10 @@ the double pendulum the rig's own model with its friction smoothed as a trained 
 
     python benchmarks/control_tasks.py [--tasks NAME ...] [--starts 4] [--run NAME=RUN_DIR]
     python benchmarks/control_tasks.py --validate --tasks pendubot-swingup acrobot-swingup
+    python benchmarks/control_tasks.py --paced --tasks pendubot-swingup --plants known --starts 2
+
+`--paced` holds the plant to the wall clock (`PacedPlant`): each period lasts dt of real time, and a controller
+call that overruns it is a missed deadline, counted per run (each start's first call is a cold solve).
 """
 
 import argparse
@@ -34,12 +38,12 @@ CANDIDATES = {
 }
 
 
-def measure(model_name, dyn, t, plant, starts, seed, options=None):
+def measure(model_name, dyn, t, plant, starts, seed, options=None, paced=False):
     from lagnet.control import task_evaluation
 
     start = time.perf_counter()
     summary, _ = task_evaluation.evaluate_task(
-        dyn, t, plant, starts=starts, seed=seed, options=options
+        dyn, t, plant, starts=starts, seed=seed, options=options, paced=paced
     )
     row = {"task": t.name, "model": model_name, **summary}
     row["wall_s"] = round(time.perf_counter() - start, 1)
@@ -61,6 +65,11 @@ def main(argv=None) -> int:
         "--lab-model",
         action="store_true",
         help="also the double pendulum's controllers designed on the lab's model with its friction",
+    )
+    p.add_argument(
+        "--paced",
+        action="store_true",
+        help="the plant held to the wall clock (PacedPlant, as a rig's driver): counts the missed deadlines",
     )
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -96,7 +105,9 @@ def main(argv=None) -> int:
                         row = measure(model_name, dyn, t, plant, args.starts, 1, options)
                         rows.append(row | {"options": label})
                 else:
-                    rows.append(measure(model_name, dyn, t, plant, args.starts, 0))
+                    rows.append(
+                        measure(model_name, dyn, t, plant, args.starts, 0, paced=args.paced)
+                    )
     kind = "validation" if args.validate else "evaluation"
     record = {
         "what": f"named control tasks, {kind} starts (seed {1 if args.validate else 0})",
@@ -119,13 +130,15 @@ def markdown(record) -> str:
         "",
         f"{record['date']}, {record['machine']}: `{record['command']}`",
         "",
-        "| task | model | options | plant | read | controller | success | median ms | p99 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| task | model | options | plant | read | controller | success | median ms | p99 ms | late periods |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in record["rows"]:
+        late = f"{r['late']} of {r['periods']}" if r.get("paced") else "not paced"
         lines.append(
             f"| {r['task']} | {r['model']} | {r.get('options', 'chosen')} | {r['plant']} | {r['sensing']} | "
-            f"{r['controller']} | {r['success']}/{r['starts']} | {r['median_ms']:.1f} | {r['p99_ms']:.1f} |"
+            f"{r['controller']} | {r['success']}/{r['starts']} | {r['median_ms']:.1f} | {r['p99_ms']:.1f} | "
+            f"{late} |"
         )
     return "\n".join(lines) + "\n"
 

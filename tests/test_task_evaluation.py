@@ -35,6 +35,21 @@ def test_known_pendulum_swings_up_on_itself_and_reads_the_rig_through_its_sensor
     assert (rig["plant"], rig["sensing"]) == ("rig", "sensors")
 
 
+def test_a_paced_evaluation_holds_the_plant_to_the_wall_clock_and_counts_missed_deadlines():
+    import time
+
+    dyn = Dynamics(Pendulum(0.25, 0.5, 9.81), RK4(), 0.01)
+    t = task_evaluation.resolve_tasks(dyn.system, None)[0]
+    start = time.perf_counter()
+    r, run = task_evaluation.evaluate_task(dyn, t, "known", starts=1, seconds=0.5, paced=True)
+    # 50 periods of 10 ms: the loop cannot finish sooner than the plant's clock allows.
+    assert time.perf_counter() - start >= 0.5
+    assert r["paced"] and r["periods"] == run.us.size == 50
+    assert 0 <= r["late"] <= r["periods"]
+    unpaced, _ = task_evaluation.evaluate_task(dyn, t, "known", starts=1, seconds=0.5)
+    assert "late" not in unpaced
+
+
 def test_tasks_and_plants_are_checked_by_name():
     with pytest.raises(TaskMismatch, match="unknown task 'nope'; the tasks are acrobot-swingup"):
         task_evaluation.resolve_tasks(Pendulum(), ["nope"])

@@ -33,7 +33,7 @@ from ..systems.base import AbstractSystem
 from .controllers import LQRController
 from .dynamics import Dynamics, SelectedInputs
 from .ilqr import ILQRController
-from .plant import AbstractPlant, RigPlant, SystemPlant
+from .plant import AbstractPlant, PacedPlant, RigPlant, SystemPlant
 from .task_loop import TaskRun, run_task
 from .tasks import TASKS, Task, TaskMismatch, dfki_rig, task
 
@@ -174,13 +174,18 @@ def evaluate_task(
     seconds: float | None = None,
     seed: int = 0,
     options: dict | None = None,
+    paced: bool = False,
 ) -> tuple[dict[str, Any], TaskRun]:
     """(`TaskRun.summary()` (success, starts, median_ms, p99_ms, sensing) with the plant and the controller,
     the runs) of the controller designed on `dyn` for task `t` on the plant `plant_spec`, from `starts` of the
     task's starts (drawn with `seed`); `options` overrides the controller's. `seconds` shortens the task (its
-    hold kept, or the second half of the run when shorter)."""
+    hold kept, or the second half of the run when shorter). `paced`: the plant held to the wall clock
+    (`PacedPlant`), as a rig's driver is; the summary then counts the periods whose deadline was missed
+    (`late`)."""
     dyn = for_task(dyn, t)
     plant_name, plant = make_plant(dyn, t, plant_spec, seed)
+    if paced:
+        plant = PacedPlant(plant)
     if seconds is not None:
         t = dataclasses.replace(t, seconds=seconds, hold=min(t.hold, seconds / 2))
     name, controller = controller_for(dyn, t, plant.dt, **(options or {}))
@@ -192,6 +197,12 @@ def evaluate_task(
         "seconds": t.seconds,
         "hold": t.hold,
     }
+    if paced:
+        summary |= {
+            "paced": True,
+            "late": plant.late,
+            "periods": int(run.us.shape[0] * run.us.shape[1]),
+        }
     return summary, run
 
 

@@ -338,3 +338,19 @@ def test_compilation_cache_refuses_a_folder_others_can_write(tmp_path):
         assert "owned by another user" in unsafe_cache_dir(str(private))
     (tmp_path / "file").write_text("x")
     assert unsafe_cache_dir(str(tmp_path / "file")) is not None
+
+
+def test_a_resume_may_change_what_does_not_change_training(tmp_path):
+    """The evaluation and control sections never change the checkpoints: a resume accepts new values there, also
+    from a run whose recorded identity still held them."""
+    data = write_pendulum(tmp_path / "p.csv", steps=200)
+    run = tmp_path / "run"
+    train_run(config(data, epochs=1), str(run), progress=False)
+    manifest = run / "checkpoints" / "manifest.json"
+    recorded = json.loads(manifest.read_text())
+    assert "control" not in recorded["identity"] and "evaluation" not in recorded["identity"]
+    # As a run written before the identity left them out recorded it.
+    recorded["identity"] |= {"control": {"starts": 6}, "evaluation": {"windows": 3}}
+    manifest.write_text(json.dumps(recorded))
+    later = config(data, epochs=2).replace(control={"paced": True}, evaluation={"windows": 7})
+    assert train_run(later, str(run), progress=False, resume=True).epochs == 2

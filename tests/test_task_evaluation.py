@@ -163,3 +163,28 @@ def test_a_task_of_your_own_comes_from_the_config():
         validate({"control": {"tasks": [{"gaol": [0, 0]}]}})
     with pytest.raises(ConfigError, match="control.plant must be one of"):
         validate({"control": {"plant": "hardware"}})
+
+
+def test_a_run_whose_config_asks_for_pacing_is_evaluated_at_the_wall_clock(
+    pendulum_run, tmp_path, monkeypatch
+):
+    import shutil
+
+    import yaml
+
+    from lagnet.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(pendulum_run, run, ignore=shutil.ignore_patterns("evaluation"))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["control"]["paced"] = True
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    original = task_evaluation.evaluate_task
+    monkeypatch.setattr(
+        task_evaluation, "evaluate_task", lambda *a, **k: original(*a, **(k | SMALL))
+    )
+    assert main(["evaluate", str(run), "--control", "--plant", "known", "--no-plots"]) == 0
+    entry = json.loads((run / "evaluation" / "metrics.json").read_text())["control"]
+    entry = entry["pendulum-swingup"]
+    assert entry["paced"] and entry["periods"] == 2 * 100 and 0 <= entry["late"] <= 200
+    assert "paced at the wall clock" in (run / "evaluation" / "report.md").read_text()

@@ -157,8 +157,8 @@ def run_with_control(args) -> int:
 
 
 def _control_choices(args) -> dict:
-    """The tasks, plant and starts of the closed-loop evaluation: --task and --plant, else the run config's
-    `control` section."""
+    """The tasks, plant, starts and pacing of the closed-loop evaluation: --task and --plant, else the run
+    config's `control` section."""
     from ..run.load import read_config
 
     section = read_config(args.run_dir).control
@@ -166,6 +166,7 @@ def _control_choices(args) -> dict:
         "names": args.task or section.tasks or None,
         "plant_spec": args.plant or section.plant,
         "starts": section.starts,
+        "paced": section.paced,
     }
 
 

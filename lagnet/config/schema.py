@@ -900,6 +900,12 @@ class ControlConfig(_Section):
         nullable=True,
     )
     starts: int = option(6, (int,), "closed-loop runs per task, from the task's starts", positive)
+    paced: bool = option(
+        False,
+        (bool,),
+        "hold the plant to the wall clock, one control period of real time per step, as a rig's driver does: "
+        "the report counts the periods whose deadline the controller missed",
+    )
 
 
 @dataclasses.dataclass(frozen=True)

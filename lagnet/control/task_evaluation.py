@@ -297,6 +297,11 @@ def tasks_section(control: dict[str, dict[str, Any]], figures: dict[str, str] | 
             f"- {name}: {c['controller'].upper()} on the {c['plant']} plant, from {c['from']}: "
             f"{c['success']}/{c['starts']} succeeded; solve time median {c['median_ms']:.2f} ms, "
             f"p99 {c['p99_ms']:.2f} ms; the controller read {_READ[c['sensing']]}"
+            + (
+                f"; paced at the wall clock, {c['late']} of {c['periods']} deadlines missed"
+                if c.get("paced")
+                else ""
+            )
         )
     for name, figure in (figures or {}).items():
         lines += ["", f"![{name}: the closed loop]({figure})"]

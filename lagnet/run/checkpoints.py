@@ -22,6 +22,10 @@ def fingerprint(identity: dict) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
+# Sections of a config that never change what training writes: a resume may change them freely.
+NOT_TRAINING = ("evaluation", "control")
+
+
 def differences(now: dict, before: dict, prefix: str = "") -> list[str]:
     """`key.path: old in the run, new now` for every value that differs between two nested dicts."""
     out = []
@@ -81,10 +85,14 @@ class Checkpoints:
                 f"cannot resume {what}: its checkpoints do not record which config and data wrote them "
                 "(an older lagnet); retrain with --overwrite"
             )
+        # Runs written before the identity left out what does not change training recorded those sections too.
+        before = {k: v for k, v in before.items() if k not in NOT_TRAINING}
         diff = differences(self.identity, before)
         if diff:
             raise RunFolderError(
-                f"cannot resume {what} with a different config: " + "; ".join(diff)
+                f"cannot resume {what} with a different config: "
+                + "; ".join(diff)
+                + " (train it again into a new folder, or here with --overwrite)"
             )
 
     def save(self, state, epoch: int, models: dict[str, tuple[bytes, int]]) -> None:

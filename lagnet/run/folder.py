@@ -10,6 +10,7 @@ import warnings
 from .._errors import RunFolderError
 from ..config import Config, ConfigError
 from ..config.sources import source_file, split_source
+from .checkpoints import NOT_TRAINING
 from .files import atomic_write, json_ready, sha256_file, writable_folder
 from .load import CONFIG_FILE
 from .spec import SPEC_FILE
@@ -73,9 +74,8 @@ def saved_config(config: Config) -> dict:
 
 def run_identity(config: Config) -> dict:
     """What makes checkpoints a run's own: its config (all but the budget `training.epochs | max_steps |
-    max_seconds`, which a resume may raise),
-    the bytes of its system source file, of the model it starts from and of every training and validation data
-    file.
+    max_seconds`, which a resume may raise, and the sections `NOT_TRAINING`), the bytes of its system source
+    file, of the model it starts from and of every training and validation data file.
 
     Recorded in the checkpoint manifest with every state, so `--resume` compares against the run that wrote the
     states, not against a config.yaml that a later (killed) run may have replaced.
@@ -84,6 +84,8 @@ def run_identity(config: Config) -> dict:
     # The budget may grow on a resume (train longer); everything else decides what the states are.
     for budget in ("epochs", "max_steps", "max_seconds"):
         saved["training"].pop(budget, None)
+    for section in NOT_TRAINING:
+        saved.pop(section)
     source = config.system.source
     path = None if source is None else source_file(source)
     if path is not None:

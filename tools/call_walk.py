@@ -7,6 +7,7 @@ A reader who follows a config from the YAML to where each key acts enters each f
 entered again is a return. Fewer returns: a reader follows less.
 """
 
+import inspect
 import os
 import sys
 import tempfile
@@ -20,6 +21,8 @@ def walk(config_path: str) -> list[tuple[str, str]]:
     import lagnet
 
     config = lagnet.load_config(config_path).replace(training={"epochs": 1})
+    # Imported before the walk: a module's import runs its class bodies, which are no stops of a reader.
+    train_run = lagnet.train_run
     seen, stops = set(), []
 
     def profile(frame, event, arg):
@@ -28,6 +31,8 @@ def walk(config_path: str) -> list[tuple[str, str]]:
         code = frame.f_code
         if not code.co_filename.startswith(PACKAGE) or code.co_name.startswith("<"):
             return
+        if not code.co_flags & inspect.CO_NEWLOCALS:
+            return  # a class body, run by a lazy import: no function a reader enters
         key = (code.co_filename, code.co_firstlineno)
         if key not in seen:
             seen.add(key)
@@ -36,7 +41,7 @@ def walk(config_path: str) -> list[tuple[str, str]]:
     with tempfile.TemporaryDirectory() as out:
         sys.setprofile(profile)
         try:
-            lagnet.train_run(config, os.path.join(out, "run"), progress=False)
+            train_run(config, os.path.join(out, "run"), progress=False)
         finally:
             sys.setprofile(None)
     return stops

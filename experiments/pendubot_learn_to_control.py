@@ -99,7 +99,7 @@ def learned(run_dir: str) -> dict:
 def one_seed(
     seed: int, max_episodes: int, epsilon: float, excitation_s: float, accept: str, name: str
 ) -> dict:
-    out = OUT / "pendubot_learn_to_control" / name / f"seed-{seed}"
+    out = OUT / "pendubot_learn_to_control" / f"{name}-{accept}" / f"seed-{seed}"
     t0 = time.perf_counter()
     result = learn_to_control(
         config(seed, epsilon, accept),
@@ -196,6 +196,63 @@ def write(rows: list[dict], args, name: str, t0: float) -> None:
     (OUT / f"{name}.md").write_text(text)
 
 
+def references(seeds: list[int]) -> None:
+    """experiments/out/pendubot_learn_to_control_references.{json,md}: one episode per seed, from the start of its
+    first control round, of the same iLQR on the same rig with two models nothing was learned for: the wrong prior
+    as given (no friction) and the lab's model with its friction (smoothed over 0.1 rad/s as the benchmarks' is)."""
+    from lagnet.control import Dynamics, run_task
+    from lagnet.control.tasks import dfki_plant
+    from lagnet.integrators import RK4
+    from lagnet.systems import DoublePendulum
+
+    task = pendubot_swingup()
+    models = {
+        "the wrong prior, nothing learned": DoublePendulum(
+            **PRIOR, actuated="shoulder", parameter_set="identified"
+        ),
+        "the lab's model with its friction": dfki_plant("shoulder", smoothing=0.1),
+    }
+    rows = {}
+    for label, system in models.items():
+        dyn = Dynamics(system, RK4(), DT)
+        held = []
+        for seed in seeds:
+            # learn_to_control's first control round starts here (its per-round seed).
+            x0 = task.starts(1, int(np.random.default_rng([seed, 1]).integers(2**31)))[0]
+            run = run_task(
+                TaskILQR()(dyn, task, DT),
+                dfki_rig("shoulder", DT, sensors=True, seed=seed),
+                task,
+                x0[None],
+            )
+            held.append(bool(run.success[0]))
+        rows[label] = held
+        print(label, held, flush=True)
+    command = f"python experiments/pendubot_learn_to_control.py --references --seeds {len(seeds)}"
+    record = {
+        "experiment": "pendubot_learn_to_control_references",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+        "command": command,
+        "seeds": seeds,
+        "held": rows,
+    }
+    lines = [
+        f"Measured {record['date']} on {record['machine']} (`{command}`): one 10 s episode per seed from its "
+        "first control round's start, the same iLQR on the same rig through its encoders, nothing learned.",
+        "",
+        "| model | held | per seed |",
+        "| --- | --- | --- |",
+    ]
+    for label, held in rows.items():
+        per = ", ".join("yes" if h else "no" for h in held)
+        lines.append(f"| {label} | {sum(held)}/{len(held)} | {per} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    (OUT / "pendubot_learn_to_control_references.json").write_text(json.dumps(record, indent=1))
+    (OUT / "pendubot_learn_to_control_references.md").write_text(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -212,10 +269,19 @@ def main(argv=None):
         help="model.identification.accept: when a round's identified physics replaces its start",
     )
     parser.add_argument("--name", default="pendubot_learn_to_control")
+    parser.add_argument(
+        "--references",
+        action="store_true",
+        help="instead: the wrong prior and the lab's model, nothing learned, one episode per seed",
+    )
     args = parser.parse_args(argv)
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if args.references:
+        references(seeds)
+        return
     t0 = time.perf_counter()
     rows = []
-    for seed in range(args.first_seed, args.first_seed + args.seeds):
+    for seed in seeds:
         rows.append(
             one_seed(
                 seed, args.max_episodes, args.epsilon, args.excitation_s, args.accept, args.name

@@ -168,7 +168,7 @@ def write(rows: list[dict], args, name: str, t0: float) -> None:
         + (
             "it is finite, physical and no worse on the data it was fitted to"
             if args.accept == "loss"
-            else "it is also no worse on any coordinate of the held-out windows"
+            else "it is also no worse on any coordinate of the windows held out of the recordings"
         )
         + f" (`model.identification.accept: {args.accept}`).",
         "",

@@ -27,6 +27,9 @@ swing-up planned once, before the run, over a horizon long enough to see the top
 feedback gains along it until the LQR's catch region: from rest the controller's own 1.2 s horizon sees no way up
 (the acrobot then pumps for seconds). It changes only that first swing-up; after a push the controller is as
 without it.
+"start_options" (options that replace the controller's for that first swing-up, `StartWith`) does the same
+with a second controller: e.g. the terminal cost 10 Q, which swings the pendubot up from a push faster than the
+LQR's cost-to-go, finds no swing-up from rest, where the cost-to-go's does.
 
 The ceiling: every push costs the push and a swing-up. The run is cut at the pushes into segments (the start, or
 a push's end → the next push's start). Each segment is simulated again by the judge's simulator from the run's
@@ -283,6 +286,33 @@ class ProjectedSwingUp:
         return u
 
 
+class StartWith:
+    """Two iLQR controllers: `first` for a run that begins within `near` of the task's start (hanging at rest)
+    until it enters the catch region (where its LQR holds), `then` for the rest and for every other run (after a
+    push)."""
+
+    def __init__(self, first, then, near=0.05):
+        self.first, self.then, self.near = first, then, float(near)
+        self.start = np.asarray(then.task.start, np.float32)
+        self.task, self.lqr, self.catch = then.task, then.lqr, then.catch
+        self.plan0, self.dtype, self.cold = then.plan0, then.dtype, then.cold
+        self._first = False
+
+    def reset(self, x0) -> None:
+        self.first.reset(x0)
+        self.then.reset(x0)
+        self._first = bool(np.all(np.abs(np.asarray(x0, np.float32) - self.start) <= self.near))
+
+    def __call__(self, x, t: float):
+        if self._first:
+            if not np.all(
+                np.abs(np.asarray(self.task.error(np.asarray(x, np.float32)))) < self.catch
+            ):
+                return self.first(x, t)
+            self._first = False
+        return self.then(x, t)
+
+
 class StoredStart:
     """An iLQR controller whose runs from the task's start (hanging at rest) follow a stored swing-up.
 
@@ -393,8 +423,9 @@ def make_controller(name: str, board: Leaderboard, seconds: float, period: float
     """The lagnet controller `name` for the system, stepping lagnet's model of it (RK4) at `period` (the iLQR with
     the task's chosen options, `ILQRController.for_task`); the
     options' "task" entry, if any, replaces fields of the task (e.g. {"r": [[0.1]]}), "r_scale" scales its
-    input weight and "stored_plan" (the iLQR's) wraps the controller in `StoredStart` with those arguments; the
-    rest go to the controller as they are."""
+    input weight, "start_options" (the iLQR's) are options that replace the others for a run's start from rest
+    until the catch region (`StartWith`) and "stored_plan" (the iLQR's) wraps the controller in `StoredStart`
+    with those arguments; the rest go to the controller as they are."""
     from lagnet.control import Dynamics
     from lagnet.integrators import RK4
 
@@ -408,7 +439,11 @@ def make_controller(name: str, board: Leaderboard, seconds: float, period: float
         from lagnet.control.ilqr import ILQRController
 
         stored = options.pop("stored_plan", None)
+        start = options.pop("start_options", None)
         controller = ILQRController.for_task(dyn, task, period, **options)
+        if start is not None:
+            first = ILQRController.for_task(dyn, task, period, **(options | start))
+            controller = StartWith(first, controller)
         return controller if stored is None else StoredStart(controller, period, **stored)
     return ProjectedSwingUp(dyn, task, period, **options)
 

@@ -55,3 +55,26 @@ def test_without_the_judge_it_says_so_and_exits_0(realaigym, monkeypatch, capsys
     monkeypatch.setattr(realaigym, "judge_root", lambda given: None)
     assert realaigym.main(["--quick"]) == 0
     assert "skipped" in capsys.readouterr().out
+
+
+def test_start_with_uses_its_first_controller_from_rest_until_the_top(realaigym):
+    from lagnet.control import Dynamics, task
+    from lagnet.control.ilqr import ILQRController
+    from lagnet.integrators import RK4
+
+    t = task("acrobot-swingup")
+    dt = 0.05
+    dyn = Dynamics(t.system, RK4(), dt)
+    first = ILQRController(dyn, t, dt, horizon=4, first_iterations=2, terminal=None)
+    then = ILQRController(dyn, t, dt, horizon=4, first_iterations=2, terminal=10.0)
+    both = realaigym.StartWith(first, then)
+    start = np.asarray(t.start, np.float32)
+    both.reset(start)
+    both(start, 0.0)
+    assert not first.cold_next and then.cold_next  # the first solved, the second untouched
+    top = np.asarray(t.goal, np.float32)
+    both(top, dt)
+    assert not both._first
+    # After a push, the second alone.
+    both.reset(np.array([1.0, 0.5, 2.0, 0.0], np.float32))
+    assert not both._first

@@ -22,6 +22,15 @@ numpy's global generator unseeded; here it is seeded per run (`np.random.seed(se
 The lagnet controller runs at a coarser control period than the simulator's 2 ms (`--period`, default 20 ms), its
 input held in between; after a push (a gap in the calls it gets) it is reset, as at the start of a run.
 
+The option "stored_plan" (a dict of `StoredStart`'s arguments) makes a run's start from hanging at rest follow a
+swing-up planned once, before the run, over a horizon long enough to see the top (3 s), tracked by the iLQR's
+feedback gains along it until the LQR's catch region: from rest the controller's own 1.2 s horizon sees no way up
+(the acrobot then pumps for seconds). It changes only that first swing-up; after a push the controller is as
+without it.
+"start_options" (options that replace the controller's for that first swing-up, `StartWith`) does the same
+with a second controller: e.g. the terminal cost 10 Q, which swings the pendubot up from a push faster than the
+LQR's cost-to-go, finds no swing-up from rest, where the cost-to-go's does.
+
 The ceiling: every push costs the push and a swing-up. The run is cut at the pushes into segments (the start, or
 a push's end → the next push's start). Each segment is simulated again by the judge's simulator from the run's
 state at its start, with no further pushes, by the controller with other settings (`--ceiling-options`; default
@@ -41,6 +50,7 @@ Install the judge (outside lagnet's environment; a venv that also sees lagnet's,
     python benchmarks/realaigym.py --quick                                # one seed, 8 s, both systems
     python benchmarks/realaigym.py --system pendubot --seeds 0 1 2 3 4   # the leaderboard's 60 s
     python benchmarks/realaigym.py --options '{"horizon": 120}' --period 0.02
+    python benchmarks/realaigym.py --system acrobot --options '{"stored_plan": {"seconds": 3.0}}'
 """
 
 import argparse
@@ -276,6 +286,128 @@ class ProjectedSwingUp:
         return u
 
 
+class StartWith:
+    """Two iLQR controllers: `first` for a run that begins within `near` of the task's start (hanging at rest)
+    until it enters the catch region (where its LQR holds), `then` for the rest and for every other run (after a
+    push)."""
+
+    def __init__(self, first, then, near=0.05):
+        self.first, self.then, self.near = first, then, float(near)
+        self.start = np.asarray(then.task.start, np.float32)
+        self.task, self.lqr, self.catch = then.task, then.lqr, then.catch
+        self.plan0, self.dtype, self.cold = then.plan0, then.dtype, then.cold
+        self._first = False
+
+    def reset(self, x0) -> None:
+        self.first.reset(x0)
+        self.then.reset(x0)
+        self._first = bool(np.all(np.abs(np.asarray(x0, np.float32) - self.start) <= self.near))
+
+    def __call__(self, x, t: float):
+        if self._first:
+            if not np.all(
+                np.abs(np.asarray(self.task.error(np.asarray(x, np.float32)))) < self.catch
+            ):
+                return self.first(x, t)
+            self._first = False
+        return self.then(x, t)
+
+
+class StoredStart:
+    """An iLQR controller whose runs from the task's start (hanging at rest) follow a stored swing-up.
+
+    Built once: from the start, `starts` initial plans (a zero plan and small random ones) are each solved by the
+    controller's iLQR over `seconds` (a horizon long enough to see the top, which the controller's own horizon
+    from rest is not) for `iterations` iterations; the plan of least cost is stored with its states and the
+    iLQR's feedback gains along it. A run that begins within `near` of the start (each state entry) tracks it,
+    u_t + K_t (x − x_t) in the torque box, until it enters the controller's catch region (its LQR holds) or the
+    plan ends; then the controller takes over, cold-started. With `every_reset` every run (after each push)
+    starts so, from its own first state, planned then (in the simulation's pause: seconds of computing)."""
+
+    def __init__(
+        self,
+        controller,
+        period,
+        *,
+        seconds=3.0,
+        iterations=150,
+        starts=8,
+        near=0.05,
+        every_reset=False,
+        seed=0,
+    ):
+        import jax
+        import jax.numpy as jnp
+
+        from lagnet.control.ilqr import ILQR
+
+        c = controller
+        self.controller, self.near = c, float(near)
+        self.start = np.asarray(c.task.start, np.float32)
+        steps = int(round(seconds / period))
+        solver = ILQR(
+            step=c.cold.step,
+            stage=c.cold.stage,
+            terminal=c.cold.terminal,
+            u_min=c.cold.u_min,
+            u_max=c.cold.u_max,
+            iterations=iterations,
+        )
+        rng = np.random.default_rng(seed)
+        u_max = np.asarray(c.task.u_max, np.float32)
+        plans = [np.zeros((steps, u_max.size), np.float32)] + [
+            (0.3 * u_max * rng.standard_normal((steps, u_max.size))).astype(np.float32)
+            for _ in range(starts - 1)
+        ]
+        plans = jnp.asarray(np.stack(plans), c.dtype)
+
+        @jax.jit
+        def plan(x0):
+            us, costs = jax.vmap(lambda p: solver.solve(x0, p))(plans)
+            us = us[jnp.argmin(costs)]
+            xs = solver.rollout(x0, us)
+            _, gains, _ = solver.backward(xs, us)
+            return us, xs, gains
+
+        self._plan, self.dtype, self.every_reset = plan, c.dtype, bool(every_reset)
+        self.stored = self._solve(self.start)
+        self.us, self.xs, self.gains = self.stored
+        self.u_max = u_max
+        self.task, self.lqr, self.catch = c.task, c.lqr, c.catch
+        self._k = None
+        self.plan_s = []
+
+    def _solve(self, x0):
+        import jax.numpy as jnp
+
+        return tuple(np.asarray(a) for a in self._plan(jnp.asarray(x0, self.dtype)))
+
+    def reset(self, x0) -> None:
+        self.controller.reset(x0)
+        x0 = np.asarray(x0, np.float32)
+        if np.all(np.abs(x0 - self.start) <= self.near):
+            self.us, self.xs, self.gains = self.stored
+            self._k = 0
+        elif self.every_reset:
+            start = time.perf_counter()
+            self.us, self.xs, self.gains = self._solve(x0)
+            self.plan_s.append(time.perf_counter() - start)
+            self._k = 0
+        else:
+            self._k = None
+
+    def __call__(self, x, t: float):
+        k = self._k
+        if k is not None:
+            x = np.asarray(x, np.float32)
+            if k < len(self.us) and not np.all(np.abs(np.asarray(self.task.error(x))) < self.catch):
+                self._k = k + 1
+                u = self.us[k] + self.gains[k] @ (x - self.xs[k])
+                return np.clip(u, -self.u_max, self.u_max)
+            self._k = None  # caught, or the plan ended: the controller from here, cold-started
+        return self.controller(x, t)
+
+
 _BUILT = {}
 
 
@@ -290,8 +422,10 @@ def controller_for(name: str, board: Leaderboard, seconds: float, period: float,
 def make_controller(name: str, board: Leaderboard, seconds: float, period: float, options: dict):
     """The lagnet controller `name` for the system, stepping lagnet's model of it (RK4) at `period` (the iLQR with
     the task's chosen options, `ILQRController.for_task`); the
-    options' "task" entry, if any, replaces fields of the task (e.g. {"r": [[0.1]]}) and "r_scale" scales its
-    input weight; the rest go to the controller as they are."""
+    options' "task" entry, if any, replaces fields of the task (e.g. {"r": [[0.1]]}), "r_scale" scales its
+    input weight, "start_options" (the iLQR's) are options that replace the others for a run's start from rest
+    until the catch region (`StartWith`) and "stored_plan" (the iLQR's) wraps the controller in `StoredStart`
+    with those arguments; the rest go to the controller as they are."""
     from lagnet.control import Dynamics
     from lagnet.integrators import RK4
 
@@ -304,7 +438,13 @@ def make_controller(name: str, board: Leaderboard, seconds: float, period: float
     if name == "ilqr":
         from lagnet.control.ilqr import ILQRController
 
-        return ILQRController.for_task(dyn, task, period, **options)
+        stored = options.pop("stored_plan", None)
+        start = options.pop("start_options", None)
+        controller = ILQRController.for_task(dyn, task, period, **options)
+        if start is not None:
+            first = ILQRController.for_task(dyn, task, period, **(options | start))
+            controller = StartWith(first, controller)
+        return controller if stored is None else StoredStart(controller, period, **stored)
     return ProjectedSwingUp(dyn, task, period, **options)
 
 

@@ -349,8 +349,16 @@ def test_a_resume_may_change_what_does_not_change_training(tmp_path):
     manifest = run / "checkpoints" / "manifest.json"
     recorded = json.loads(manifest.read_text())
     assert "control" not in recorded["identity"] and "evaluation" not in recorded["identity"]
-    # As a run written before the identity left them out recorded it.
+    # As a run written before the identity left them out recorded it, its states tagged by that identity.
+    from lagnet.run.checkpoints import fingerprint
+
     recorded["identity"] |= {"control": {"starts": 6}, "evaluation": {"windows": 3}}
+    for state in recorded["states"]:
+        state["run"] = fingerprint(recorded["identity"])
     manifest.write_text(json.dumps(recorded))
+    first = (run / "metrics.jsonl").read_text().splitlines()
     later = config(data, epochs=2).replace(control={"paced": True}, evaluation={"windows": 7})
     assert train_run(later, str(run), progress=False, resume=True).epochs == 2
+    # Resumed from its state: the first epoch's record kept, one epoch added.
+    epochs = (run / "metrics.jsonl").read_text().splitlines()
+    assert epochs[: len(first)] == first and len(epochs) == len(first) + 1

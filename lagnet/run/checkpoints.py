@@ -73,6 +73,8 @@ class Checkpoints:
     def __init__(self, folder: str, keep: int, identity: dict):
         self.folder, self.keep, self.identity = folder, keep, identity
         self.fingerprint = fingerprint(identity)
+        # The fingerprints whose states are this run's: its own, and the recorded one `check_identity` accepts.
+        self.fingerprints = {self.fingerprint}
 
     def check_identity(self, what: str) -> None:
         """Refuse states written by another run: a different config, system source or data, named."""
@@ -86,14 +88,17 @@ class Checkpoints:
                 "(an older lagnet); retrain with --overwrite"
             )
         # Runs written before the identity left out what does not change training recorded those sections too.
-        before = {k: v for k, v in before.items() if k not in NOT_TRAINING}
-        diff = differences(self.identity, before)
+        diff = differences(
+            self.identity, {k: v for k, v in before.items() if k not in NOT_TRAINING}
+        )
         if diff:
             raise RunFolderError(
                 f"cannot resume {what} with a different config: "
                 + "; ".join(diff)
                 + " (train it again into a new folder, or here with --overwrite)"
             )
+        # Its states are tagged with the fingerprint of the identity as it was recorded.
+        self.fingerprints.add(fingerprint(before))
 
     def save(self, state, epoch: int, models: dict[str, tuple[bytes, int]]) -> None:
         """Commit `state` (of `epoch`) and `models` (file name → (serialised model, its epoch)) as one step."""
@@ -102,7 +107,9 @@ class Checkpoints:
         manifest = read_manifest(self.folder) or {"states": []}
         # States of a later epoch belong to an interrupted run whose epochs are being redone.
         entries = [
-            e for e in manifest["states"] if e["epoch"] < epoch and e.get("run") == self.fingerprint
+            e
+            for e in manifest["states"]
+            if e["epoch"] < epoch and e.get("run") in self.fingerprints
         ]
         entries.append({"file": name, "epoch": epoch, "run": self.fingerprint})
         kept = entries[-self.keep :]
@@ -135,7 +142,7 @@ class Checkpoints:
         manifest = read_manifest(self.folder)
         errors = []
         mine = [
-            e for e in (manifest or {"states": []})["states"] if e.get("run") == self.fingerprint
+            e for e in (manifest or {"states": []})["states"] if e.get("run") in self.fingerprints
         ]
         for e in reversed(mine):
             try:

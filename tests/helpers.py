@@ -193,3 +193,16 @@ def unit_pendulum_loss():
 
     one = jnp.ones(1)
     return StateLoss((True,), one, one, one, one)
+
+
+def load_benchmark(name: str):
+    """The script benchmarks/NAME.py as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location(
+        f"lagnet_benchmarks_{name}", os.path.join(root, "benchmarks", f"{name}.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

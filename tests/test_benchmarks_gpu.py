@@ -2,22 +2,16 @@
 it records a part that fails or runs out of budget (its measurements need a GPU; `--allow-cpu --quick` is the
 manual smoke test)."""
 
-import importlib.util
 import json
 import os
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def gpu():
-    path = os.path.join(ROOT, "benchmarks", "gpu.py")
-    spec = importlib.util.spec_from_file_location("lagnet_benchmarks_gpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu")
 
 
 def test_without_an_accelerator_it_measures_nothing_and_keeps_the_records(

@@ -2,22 +2,14 @@
 (a run from hanging follows a swing-up planned once) tracks its plan only from the start and hands over at the
 top."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def realaigym():
-    path = os.path.join(ROOT, "benchmarks", "realaigym.py")
-    spec = importlib.util.spec_from_file_location("lagnet_benchmarks_realaigym", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("realaigym")
 
 
 def test_stored_start_tracks_its_plan_from_the_start_only(realaigym):

@@ -1,6 +1,7 @@
 """Shared by the lecture experiments: where figures go, the lecture-vs-lagnet table; one step as a matrix
 (`linear_oscillator`, `step_matrix`) comes from `lagnet.integrator_analysis`."""
 
+import json
 from pathlib import Path
 
 import jax
@@ -36,6 +37,14 @@ def save(fig, name: str) -> Path:
     plt.close(fig)
     print(f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
     return path
+
+
+def write_record(name: str, record: dict, text: str) -> None:
+    """Print the Markdown `text` and write experiments/out/<name>.json (the record) and <name>.md (the text)."""
+    print(text)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{name}.json").write_text(json.dumps(record, indent=1))
+    (OUT / f"{name}.md").write_text(text)
 
 
 def report(title: str, rows) -> None:

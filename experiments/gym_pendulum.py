@@ -26,7 +26,7 @@ import time
 
 import gymnasium
 import numpy as np
-from _common import OUT
+from _common import OUT, write_record
 
 import lagnet
 from lagnet.config.schema import validate
@@ -209,12 +209,8 @@ def write(rows: list[dict], args, t0: float) -> None:
         f"Median over seeds of the mean return: **{record['median_mean_return']:.1f}** (target ≥ −200, "
         f"within {STEPS_ALLOWED} steps of interaction).",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
     name = f"gym_pendulum{variant(args.model, args.integrator)}"
-    (OUT / f"{name}.json").write_text(json.dumps(record, indent=1))
-    (OUT / f"{name}.md").write_text(text)
+    write_record(name, record, "\n".join(lines) + "\n")
 
 
 def main(argv=None):

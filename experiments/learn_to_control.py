@@ -21,7 +21,7 @@ import platform
 import time
 
 import numpy as np
-from _common import OUT, plt, save
+from _common import OUT, plt, save, write_record
 
 from lagnet.learn import learn_to_control
 from lagnet.learn.cartpole import cartpole_swingup
@@ -103,12 +103,7 @@ def write(rows: dict, t0: float) -> None:
     lines += ["", "Rows measured with:", ""] + [
         f"- {LABELS[k]}: `{r['command']}`" for k, r in rows.items()
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "learn_to_control.json", "w") as f:
-        json.dump(record, f, indent=1)
-    (OUT / "learn_to_control.md").write_text(text)
+    write_record("learn_to_control", record, "\n".join(lines) + "\n")
 
 
 def main(argv=None):

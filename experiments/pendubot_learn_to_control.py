@@ -30,7 +30,7 @@ import platform
 import time
 
 import numpy as np
-from _common import OUT
+from _common import OUT, write_record
 
 from lagnet.config.schema import validate
 from lagnet.control import ILQRController
@@ -189,11 +189,7 @@ def write(rows: list[dict], args, name: str, t0: float) -> None:
         f"Median over {len(rows)} seeds: **{shown}** of interaction "
         f"({record['successes']}/{len(rows)} held).",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{name}.json").write_text(json.dumps(record, indent=1))
-    (OUT / f"{name}.md").write_text(text)
+    write_record(name, record, "\n".join(lines) + "\n")
 
 
 def references(seeds: list[int]) -> None:
@@ -247,10 +243,7 @@ def references(seeds: list[int]) -> None:
     for label, held in rows.items():
         per = ", ".join("yes" if h else "no" for h in held)
         lines.append(f"| {label} | {sum(held)}/{len(held)} | {per} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    (OUT / "pendubot_learn_to_control_references.json").write_text(json.dumps(record, indent=1))
-    (OUT / "pendubot_learn_to_control_references.md").write_text(text)
+    write_record("pendubot_learn_to_control_references", record, "\n".join(lines) + "\n")
 
 
 def main(argv=None):

@@ -176,6 +176,26 @@ def smooth_cost(task: Task, running: float = 1.0) -> tuple[Callable, Callable]:
     return stage, error
 
 
+def _with_energy(stage: Callable, dyn: Dynamics, task: Task, weight: float) -> Callable:
+    """`stage` plus weight·((E(x) − E*) / ΔE)², E the model's system's energy."""
+    system, n = dyn.system, task.goal.size // 2
+
+    def energy(x):
+        return system.energy(x[:n], x[n:])
+
+    goal = energy(jnp.asarray(task.goal))
+    gap = jnp.abs(goal - energy(jnp.asarray(task.start)))
+    if not gap > 0:
+        raise ValueError(
+            f"{task.name}: an energy cost needs a goal whose energy differs from the start's"
+        )
+
+    def stage_with_energy(x, u):
+        return stage(x, u) + weight * ((energy(x) - goal) / gap) ** 2
+
+    return stage_with_energy
+
+
 # Per task, the iLQR's options (horizon in seconds; the rest as `ILQRController` takes them), chosen on validation
 # starts by benchmarks/control_tasks.py. The double pendulum's plan is mostly its terminal cost (the running state
 # cost a hundredth of the task's, the terminal ten times Q): a plan that must hurry to the top through a
@@ -198,8 +218,11 @@ class ILQRController(AbstractController):
     first input; `substeps` model steps make one period. Within `catch` of the goal (the task's wrapped error,
     per state entry; 0: never) the task's LQR takes over.
 
-    The running cost is the task's with its state term scaled by `running`; the terminal cost is the LQR's
-    cost-to-go eᵀPe (so the plan aims for where the LQR holds), or `terminal`·eᵀQe when given.
+    The running cost is the task's with its state term scaled by `running`, plus `energy`·((E − E*) / ΔE)² when
+    `energy` > 0 (E = T + V of the model's system, E* the goal's, ΔE the goal's above the task's start): a
+    quadratic cost alone has a local minimum where the input holds the system part-way up, and the energy term
+    pays for pumping past it. The terminal cost is the LQR's cost-to-go eᵀPe (so the plan aims for where the
+    LQR holds), or `terminal`·eᵀQe when given.
     `ILQRController.for_task` takes a named task's chosen options (`TASK_OPTIONS`)."""
 
     def __init__(
@@ -215,6 +238,7 @@ class ILQRController(AbstractController):
         catch=None,
         running: float = 1.0,
         terminal: float | None = None,
+        energy: float = 0.0,
         seed: int = 0,
     ):
         def step(x, u):
@@ -231,6 +255,8 @@ class ILQRController(AbstractController):
         k, p = dlqr(a, b, task.q, task.r)
         self.lqr = LQRController(k, task)
         stage, error = smooth_cost(task, running)
+        if energy:
+            stage = _with_energy(stage, dyn, task, energy)
         p = jnp.asarray(p) if terminal is None else terminal * jnp.asarray(task.q)
 
         def terminal(x):

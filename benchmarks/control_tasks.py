@@ -30,11 +30,19 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 
-# The iLQR's own defaults (a 1.5 s horizon, the task's running cost, the LQR's cost-to-go at the end and the LQR
-# taking over near the goal) against the options chosen for the double pendulum.
+# Per controller, the options measured against the ones chosen per task: the iLQR's own defaults (a 1.5 s horizon,
+# the task's running cost, no energy term, the LQR's cost-to-go at the end and the LQR taking over near the goal);
+# the LQR with integral action of two weights against the plain LQR chosen.
 CANDIDATES = {
-    "ilqr defaults": dict(running=1.0, terminal=None, catch=None),
-    "chosen": {},
+    "ilqr": {
+        "ilqr defaults": dict(running=1.0, terminal=None, catch=None, energy=0.0, wall=0.0),
+        "chosen": {},
+    },
+    "lqr": {
+        "integral 10": dict(integral=10.0),
+        "integral 100": dict(integral=100.0),
+        "chosen": {},
+    },
 }
 
 
@@ -101,7 +109,8 @@ def main(argv=None) -> int:
                 continue
             for plant in args.plants:
                 if args.validate:
-                    for label, options in CANDIDATES.items():
+                    kind = "ilqr" if t.name.endswith("-swingup") else "lqr"
+                    for label, options in CANDIDATES[kind].items():
                         row = measure(model_name, dyn, t, plant, args.starts, 1, options)
                         rows.append(row | {"options": label})
                 else:

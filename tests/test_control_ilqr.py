@@ -109,3 +109,40 @@ def test_a_float32_reading_drives_a_float64_model():
     ilqr.reset(x)
     u = ilqr(x, 0.0)
     assert ilqr.dtype == jnp.float64 and u.dtype == jnp.float64 and np.isfinite(u).all()
+
+
+def test_the_energy_term_swings_up_the_pendulum_rig_that_the_quadratic_cost_leaves_part_way_up():
+    # On the rig (Coulomb and static friction, a torque offset, read through its encoder) the quadratic cost's
+    # plan on the known model stalls, pushing against gravity part-way up; paying for the energy error pumps on.
+    from lagnet.control import task_evaluation
+
+    t = dataclasses.replace(task("pendulum-swingup"), seconds=6.0, hold=1.0)
+    model = Dynamics(t.system, RK4(), 0.01)
+
+    def swung_up(energy):
+        summary, _ = task_evaluation.evaluate_task(
+            model, t, "rig", starts=1, seed=1, options={"energy": energy}
+        )
+        assert summary["sensing"] == "sensors"
+        return summary["success"] == 1
+
+    assert swung_up(300.0) and not swung_up(0.0)
+
+
+def test_an_energy_term_needs_a_goal_of_another_energy_than_the_start():
+    t = dataclasses.replace(task("pendulum-swingup"), goal=np.array([0.0, 0.0]))
+    model = Dynamics(t.system, RK4(), 0.02)
+    with np.testing.assert_raises_regex(ValueError, "pendulum-swingup: an energy cost"):
+        ILQRController(model, t, 0.02, horizon=5, energy=1.0)
+
+
+def test_the_wall_costs_nothing_inside_half_the_bound_and_grows_quadratically_beyond():
+    from lagnet.control.ilqr import _with_wall
+
+    t = task("cartpole-swingup")  # the cart inside ±0.3 m
+    stage = _with_wall(lambda x, u: 0.0, t, 100.0)
+    u = jnp.zeros(1)
+    at = [stage(jnp.array([x, 1.0, 2.0, 3.0]), u) for x in (0.0, 0.15, -0.2, 0.25)]
+    np.testing.assert_allclose(at, [0.0, 0.0, 100.0 * 0.05**2, 100.0 * 0.1**2], atol=1e-12)
+    with np.testing.assert_raises_regex(ValueError, "pendulum-swingup: a wall cost"):
+        _with_wall(lambda x, u: 0.0, task("pendulum-swingup"), 1.0)

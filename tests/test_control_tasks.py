@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lagnet.control import Dynamics
-from lagnet.control.controllers import LQRController
+from lagnet.control.controllers import IntegralLQRController, LQRController
 from lagnet.control.plant import FunctionPlant, GymPlant, PacedPlant, RigPlant, SystemPlant
 from lagnet.control.task_loop import run_task
 from lagnet.control.tasks import TASKS, Task, TaskMismatch, dfki_plant, holding_input, task
@@ -129,6 +129,28 @@ def test_gym_pendulum_maps_observation_and_action():
     )
     run = run_task(pendulum_lqr(balance, 0.05), plant, balance, NEAR_UPRIGHT)
     assert run.success.all()
+
+
+def test_integral_action_removes_the_offset_that_a_constant_torque_leaves_the_lqr():
+    # Upright against a constant torque the model lacks: the LQR settles where K e balances it, off the goal;
+    # the integral of the error grows until the torque is balanced at e = 0.
+    t = dataclasses.replace(
+        short(task("pendulum-swingup"), seconds=4.0, hold=1.0),
+        tolerance=np.array([0.005, np.inf]),
+        start=np.array([np.pi, 0.0]),
+        start_spread=np.array([0.05, 0.0]),
+    )
+    dt, offset = 0.01, 0.2
+    model = Dynamics(t.system, RK4(), dt)
+
+    def step(x, u):
+        return np.asarray(model.step(jnp.asarray(x), jnp.asarray(u) + offset, dt))
+
+    plant = FunctionPlant(step, n_dof=1, n_inputs=1, dt=dt, u_max=t.u_max)
+    lqr = run_task(LQRController.design(model, t, dt), plant, t, count=1)
+    lqi = run_task(IntegralLQRController.design(model, t, dt, integral=10.0), plant, t, count=1)
+    assert abs(lqr.xs[0, -1, 0] - np.pi) > 0.005 and not lqr.success.any()
+    assert abs(lqi.xs[0, -1, 0] - np.pi) < 1e-3 and lqi.success.all()
 
 
 def test_lqr_balances_the_pendulum_rig_from_near_upright_but_cannot_swing_it_up():

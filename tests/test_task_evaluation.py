@@ -188,3 +188,48 @@ def test_a_run_whose_config_asks_for_pacing_is_evaluated_at_the_wall_clock(
     entry = entry["pendulum-swingup"]
     assert entry["paced"] and entry["periods"] == 2 * 100 and 0 <= entry["late"] <= 200
     assert "paced at the wall clock" in (run / "evaluation" / "report.md").read_text()
+
+
+def test_a_run_whose_config_gives_controller_options_is_evaluated_with_them(
+    pendulum_run, tmp_path, monkeypatch, capsys
+):
+    import shutil
+
+    import yaml
+
+    from lagnet.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(pendulum_run, run, ignore=shutil.ignore_patterns("evaluation"))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["control"]["options"] = {"energy": 0.0, "iterations": 2}
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    built = []
+    original_for_task = task_evaluation.ILQRController.for_task
+    monkeypatch.setattr(
+        task_evaluation.ILQRController,
+        "for_task",
+        lambda *a, **k: built.append(k) or original_for_task(*a, **k),
+    )
+    original = task_evaluation.evaluate_task
+    monkeypatch.setattr(
+        task_evaluation, "evaluate_task", lambda *a, **k: original(*a, **(k | SMALL))
+    )
+    assert main(["evaluate", str(run), "--control", "--plant", "known", "--no-plots"]) == 0
+    assert built == [{"energy": 0.0, "iterations": 2}]
+    entry = json.loads((run / "evaluation" / "metrics.json").read_text())["control"]
+    assert entry["pendulum-swingup"]["options"] == {"energy": 0.0, "iterations": 2}
+    assert (
+        'options {"energy": 0.0, "iterations": 2}' in (run / "evaluation" / "report.md").read_text()
+    )
+    # An option the controller does not take fails before anything runs, naming it and what is taken.
+    config["control"]["options"] = {"integral": 1.0}
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / "evaluation" / "metrics.json").unlink()
+    capsys.readouterr()
+    assert main(["evaluate", str(run), "--control", "--plant", "known", "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "control.options for 'pendulum-swingup': the iLQR takes" in err and "; not integral" in err
+    )
+    assert not (run / "evaluation" / "metrics.json").exists()

@@ -167,6 +167,7 @@ def _control_choices(args) -> dict:
         "plant_spec": args.plant or section.plant,
         "starts": section.starts,
         "paced": section.paced,
+        "options": section.options or None,
     }
 
 
@@ -183,7 +184,8 @@ def _task_model(args):
     choices = _control_choices(args)
     if isinstance(dyn.system, CartPole) and not choices["names"] and not choices["plant_spec"]:
         return None, None
-    task_evaluation.resolve_tasks(dyn.system, choices["names"])
+    for t in task_evaluation.resolve_tasks(dyn.system, choices["names"]):
+        task_evaluation.check_controller_options(t, choices["options"] or {})
     return dyn, choices
 
 

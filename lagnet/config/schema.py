@@ -900,6 +900,13 @@ class ControlConfig(_Section):
         nullable=True,
     )
     starts: int = option(6, (int,), "closed-loop runs per task, from the task's starts", positive)
+    options: dict = option(
+        {},
+        (dict,),
+        "the controller's options, over each task's chosen ones: for a swing-up the iLQR's (`ILQRController`: "
+        "horizon_s, iterations, first_iterations, substeps, catch, running, terminal, energy, wall), for any "
+        "other task (a reach) the LQR's `integral` (integral action, `IntegralLQRController`)",
+    )
     paced: bool = option(
         False,
         (bool,),

@@ -38,6 +38,7 @@ _LAZY = {
         "FunctionController",
         "MemoryController",
         "LQRController",
+        "IntegralLQRController",
     ),
     "task_loop": ("run_task", "TaskRun"),
     "ilqr": ("ILQR", "ILQRController"),

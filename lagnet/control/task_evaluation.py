@@ -18,6 +18,7 @@ cart-pole run; this is what `--task` or `--plant` ask for.
 """
 
 import dataclasses
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from ..config.bounded import read_json
 from ..simulate import ArmRig, CartPoleRig, PendulumRig
 from ..systems import CartPole, DoublePendulum, Pendulum
 from ..systems.base import AbstractSystem
-from .controllers import LQRController
+from .controllers import IntegralLQRController, LQRController
 from .dynamics import Dynamics, SelectedInputs
 from .ilqr import ILQRController
 from .plant import AbstractPlant, PacedPlant, RigPlant, SystemPlant
@@ -157,11 +158,33 @@ def make_plant(
     return spec, SystemPlant(dynamics, CONTROL_PERIOD, t.u_max, substeps=8)
 
 
+def check_controller_options(t: Task, options: dict) -> None:
+    """A `TaskMismatch` naming the options that `controller_for` would not take for task `t`, before anything
+    runs."""
+    if t.name.endswith("-swingup"):
+        known = set(inspect.signature(ILQRController).parameters) - {"dyn", "task", "dt"} | {
+            "horizon_s"
+        }
+        kind = "the iLQR"
+    else:
+        known, kind = {"integral"}, "the LQR"
+    unknown = set(options) - known
+    if unknown:
+        raise TaskMismatch(
+            f"control.options for {t.name!r}: {kind} takes {', '.join(sorted(known))}; not {', '.join(sorted(unknown))}"
+        )
+
+
 def controller_for(dyn: Dynamics, t: Task, dt: float, **options):
     """(name, controller) designed on `dyn` for task `t` at period dt: the iLQR with the task's options (those
-    `options` does not override) for a swing-up, the LQR for anything else."""
+    `options` does not override) for a swing-up; for anything else the LQR, with integral action
+    (`IntegralLQRController`) when `options` give it a weight `integral`. (On the arm's reach integral action was
+    measured and not chosen: on the validation starts it held no start the plain LQR did not.)"""
+    check_controller_options(t, options)
     if t.name.endswith("-swingup"):
         return "ilqr", ILQRController.for_task(dyn, t, dt, **options)
+    if options.get("integral"):
+        return "lqi", IntegralLQRController.design(dyn, t, dt, options["integral"])
     return "lqr", LQRController.design(dyn, t, dt)
 
 
@@ -197,6 +220,8 @@ def evaluate_task(
         "seconds": t.seconds,
         "hold": t.hold,
     }
+    if options:
+        summary["options"] = dict(options)
     if paced:
         summary |= {
             "paced": True,
@@ -302,6 +327,7 @@ def tasks_section(control: dict[str, dict[str, Any]], figures: dict[str, str] | 
                 if c.get("paced")
                 else ""
             )
+            + (f"; options {json.dumps(c['options'])}" if c.get("options") else "")
         )
     for name, figure in (figures or {}).items():
         lines += ["", f"![{name}: the closed loop]({figure})"]

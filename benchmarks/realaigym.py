@@ -51,6 +51,7 @@ Install the judge (outside lagnet's environment; a venv that also sees lagnet's,
     python benchmarks/realaigym.py --system pendubot --seeds 0 1 2 3 4   # the leaderboard's 60 s
     python benchmarks/realaigym.py --options '{"horizon": 120}' --period 0.02
     python benchmarks/realaigym.py --system acrobot --options '{"stored_plan": {"seconds": 3.0}}'
+    python benchmarks/realaigym.py --system acrobot --options '{"stored_plan": {"seconds": 3.0}, "energy": 10.0}'
 """
 
 import argparse

@@ -295,8 +295,13 @@ class StartWith:
     def __init__(self, first, then, near=0.05):
         self.first, self.then, self.near = first, then, float(near)
         self.start = np.asarray(then.task.start, np.float32)
-        self.task, self.lqr, self.catch = then.task, then.lqr, then.catch
-        self.plan0, self.dtype, self.cold = then.plan0, then.dtype, then.cold
+        # What `StoredStart` reads of the iLQR controller it wraps: the second's.
+        self.task, self.dtype, self.cold, self.caught = (
+            then.task,
+            then.dtype,
+            then.cold,
+            then.caught,
+        )
         self._first = False
 
     def reset(self, x0) -> None:
@@ -306,9 +311,7 @@ class StartWith:
 
     def __call__(self, x, t: float):
         if self._first:
-            if not np.all(
-                np.abs(np.asarray(self.task.error(np.asarray(x, np.float32)))) < self.catch
-            ):
+            if not self.caught(np.asarray(x, np.float32)):
                 return self.first(x, t)
             self._first = False
         return self.then(x, t)
@@ -374,7 +377,6 @@ class StoredStart:
         self.stored = self._solve(self.start)
         self.us, self.xs, self.gains = self.stored
         self.u_max = u_max
-        self.task, self.lqr, self.catch = c.task, c.lqr, c.catch
         self._k = None
         self.plan_s = []
 
@@ -401,7 +403,7 @@ class StoredStart:
         k = self._k
         if k is not None:
             x = np.asarray(x, np.float32)
-            if k < len(self.us) and not np.all(np.abs(np.asarray(self.task.error(x))) < self.catch):
+            if k < len(self.us) and not self.controller.caught(x):
                 self._k = k + 1
                 u = self.us[k] + self.gains[k] @ (x - self.xs[k])
                 return np.clip(u, -self.u_max, self.u_max)
@@ -700,7 +702,7 @@ class MinimumTime:
             us, _ = self._solve(self.solver, z0, plan)
             xs = np.asarray(self._rollout(self.solver, z0, us))[:, :4]
             k = int(round(deadline / self.period))
-            if np.all(np.abs(np.asarray(self.ilqr.task.error(xs[k]))) < self.ilqr.catch):
+            if self.ilqr.caught(xs[k]):
                 up = swingup_time(board, self.period * np.arange(k + 1), xs[: k + 1])
                 fastest, plan, failures = min(fastest, up), np.asarray(us), 0
             else:

@@ -165,24 +165,32 @@ def test_a_task_of_your_own_comes_from_the_config():
         validate({"control": {"plant": "hardware"}})
 
 
-def test_a_run_whose_config_asks_for_pacing_is_evaluated_at_the_wall_clock(
-    pendulum_run, tmp_path, monkeypatch
-):
+def run_with_control(pendulum_run, folder, monkeypatch, **control):
+    """A copy of the pendulum run, unevaluated, whose config's `control` section has `control` set; its task
+    evaluations shortened (SMALL)."""
     import shutil
 
     import yaml
 
-    from lagnet.cli import main
-
-    run = tmp_path / "run"
+    run = folder / "run"
+    shutil.rmtree(run, ignore_errors=True)
     shutil.copytree(pendulum_run, run, ignore=shutil.ignore_patterns("evaluation"))
     config = yaml.safe_load((run / "config.yaml").read_text())
-    config["control"]["paced"] = True
+    config["control"] |= control
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     original = task_evaluation.evaluate_task
     monkeypatch.setattr(
         task_evaluation, "evaluate_task", lambda *a, **k: original(*a, **(k | SMALL))
     )
+    return run
+
+
+def test_a_run_whose_config_asks_for_pacing_is_evaluated_at_the_wall_clock(
+    pendulum_run, tmp_path, monkeypatch
+):
+    from lagnet.cli import main
+
+    run = run_with_control(pendulum_run, tmp_path, monkeypatch, paced=True)
     assert main(["evaluate", str(run), "--control", "--plant", "known", "--no-plots"]) == 0
     entry = json.loads((run / "evaluation" / "metrics.json").read_text())["control"]
     entry = entry["pendulum-swingup"]
@@ -193,17 +201,10 @@ def test_a_run_whose_config_asks_for_pacing_is_evaluated_at_the_wall_clock(
 def test_a_run_whose_config_gives_controller_options_is_evaluated_with_them(
     pendulum_run, tmp_path, monkeypatch, capsys
 ):
-    import shutil
-
-    import yaml
-
     from lagnet.cli import main
 
-    run = tmp_path / "run"
-    shutil.copytree(pendulum_run, run, ignore=shutil.ignore_patterns("evaluation"))
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    config["control"]["options"] = {"energy": 0.0, "iterations": 2}
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    options = {"energy": 0.0, "iterations": 2}
+    run = run_with_control(pendulum_run, tmp_path, monkeypatch, options=options)
     built = []
     original_for_task = task_evaluation.ILQRController.for_task
     monkeypatch.setattr(
@@ -211,21 +212,15 @@ def test_a_run_whose_config_gives_controller_options_is_evaluated_with_them(
         "for_task",
         lambda *a, **k: built.append(k) or original_for_task(*a, **k),
     )
-    original = task_evaluation.evaluate_task
-    monkeypatch.setattr(
-        task_evaluation, "evaluate_task", lambda *a, **k: original(*a, **(k | SMALL))
-    )
     assert main(["evaluate", str(run), "--control", "--plant", "known", "--no-plots"]) == 0
-    assert built == [{"energy": 0.0, "iterations": 2}]
+    assert built == [options]
     entry = json.loads((run / "evaluation" / "metrics.json").read_text())["control"]
-    assert entry["pendulum-swingup"]["options"] == {"energy": 0.0, "iterations": 2}
+    assert entry["pendulum-swingup"]["options"] == options
     assert (
         'options {"energy": 0.0, "iterations": 2}' in (run / "evaluation" / "report.md").read_text()
     )
     # An option the controller does not take fails before anything runs, naming it and what is taken.
-    config["control"]["options"] = {"integral": 1.0}
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
-    (run / "evaluation" / "metrics.json").unlink()
+    run = run_with_control(pendulum_run, tmp_path, monkeypatch, options={"integral": 1.0})
     capsys.readouterr()
     assert main(["evaluate", str(run), "--control", "--plant", "known", "--no-plots"]) == 2
     err = capsys.readouterr().err

@@ -338,6 +338,10 @@ class ILQRController(AbstractController):
         solve = self._solve_cold if self.cold_next else self._solve_warm
         u, self.plan, _ = solve(x, self.plan)
         self.cold_next = False
-        if np.all(np.abs(np.asarray(self.task.error(np.asarray(x)))) < self.catch):
+        if self.caught(x):
             return self.lqr(x, t)
         return u
+
+    def caught(self, x) -> bool:
+        """Whether x is within `catch` of the goal (the task's wrapped error, per state entry): the LQR's region."""
+        return bool(np.all(np.abs(np.asarray(self.task.error(np.asarray(x)))) < self.catch))

@@ -146,3 +146,35 @@ def test_the_wall_costs_nothing_inside_half_the_bound_and_grows_quadratically_be
     np.testing.assert_allclose(at, [0.0, 0.0, 100.0 * 0.05**2, 100.0 * 0.1**2], atol=1e-12)
     with np.testing.assert_raises_regex(ValueError, "pendulum-swingup: a wall cost"):
         _with_wall(lambda x, u: 0.0, task("pendulum-swingup"), 1.0)
+
+
+def test_a_spread_linearises_the_lqr_over_the_velocities_the_loop_visits():
+    # The lab's Coulomb friction smoothed over 0.01 rad/s: at rest its slope is a damping of c / ε that a loop
+    # reading velocities of ~0.1 rad/s never sees. With a spread the LQR is that of the averaged linearisation
+    # (`linearise_averaged`, the controller's seed as its key); on a smooth system a tiny spread changes nothing.
+    from lagnet.control import dlqr, linearise_averaged
+    from lagnet.control.tasks import dfki_plant
+
+    t, dt = task("pendubot-swingup"), 0.01
+    spread = jnp.array([0.05, 0.05, 0.3, 0.3])
+
+    def controller(model, **options):
+        return ILQRController(Dynamics(model, RK4(), dt), t, dt, horizon=5, **options)
+
+    smooth = controller(dfki_plant("shoulder", friction=False))
+    tiny = controller(dfki_plant("shoulder", friction=False), spread=1e-6)
+    np.testing.assert_allclose(np.asarray(tiny.lqr.k), np.asarray(smooth.lqr.k), rtol=1e-4)
+    at_rest = controller(dfki_plant("shoulder"))
+    averaged = controller(dfki_plant("shoulder"), spread=spread, seed=3)
+    n = averaged.cold.step
+    a, b = linearise_averaged(
+        n, jnp.asarray(t.goal), jnp.asarray(t.u_goal), spread, key=jax.random.key(3)
+    )
+    np.testing.assert_allclose(
+        np.asarray(averaged.lqr.k), np.asarray(dlqr(a, b, t.q, t.r)[0]), rtol=1e-6
+    )
+    # The passive joint's velocity damping over one period: near 1 (no damping) when averaged, far from it at
+    # rest, where the friction's slope dominates.
+    a_rest, _ = jax.jacfwd(n, argnums=(0, 1))(jnp.asarray(t.goal), jnp.asarray(t.u_goal))
+    assert abs(1 - float(a[3, 3])) < 0.3 * abs(1 - float(a_rest[3, 3]))
+    assert not np.allclose(np.asarray(averaged.lqr.k), np.asarray(at_rest.lqr.k), rtol=0.1)

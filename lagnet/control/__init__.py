@@ -43,6 +43,7 @@ _LAZY = {
     "task_loop": ("run_task", "TaskRun"),
     "ilqr": ("ILQR", "ILQRController"),
     "task_evaluation": ("for_task", "evaluate_task"),
+    "estimator": ("KalmanFilter", "EstimatingController"),
 }
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .controllers import AbstractController, LQRController
-from .dynamics import Dynamics
+from .dynamics import Dynamics, linearise_averaged
 from .lqr import dlqr
 from .mpc import shift
 from .tasks import Task
@@ -252,7 +252,9 @@ class ILQRController(AbstractController):
     quadratic cost alone has a local minimum where the input holds the system part-way up, and the energy term
     pays for pumping past it. `wall` > 0 adds a soft wall from half-way to each finite state bound of the task
     (`_with_wall`), where the task's success requires the state inside its bounds. The terminal cost is the
-    LQR's cost-to-go eᵀPe (so the plan aims for where the LQR holds), or `terminal`·eᵀQe when given.
+    LQR's cost-to-go eᵀPe (so the plan aims for where the LQR holds), or `terminal`·eᵀQe when given. The LQR is
+    linearised at the goal, or with `spread` (per state entry) averaged over states about it
+    (`linearise_averaged`): a stiff Coulomb friction's slope at rest is a damping the loop never sees.
     `ILQRController.for_task` takes a named task's chosen options (`TASK_OPTIONS`)."""
 
     def __init__(
@@ -270,6 +272,7 @@ class ILQRController(AbstractController):
         terminal: float | None = None,
         energy: float = 0.0,
         wall: float = 0.0,
+        spread=None,
         seed: int = 0,
     ):
         def step(x, u):
@@ -282,7 +285,12 @@ class ILQRController(AbstractController):
         # Plans and states in the model's own precision (a float32 reading into a float64 model, or the
         # reverse, would change the solver's carried types).
         self.dtype = jax.eval_shape(step, x, u).dtype
-        a, b = jax.jacfwd(step, argnums=(0, 1))(x, u)
+        if spread is None:
+            a, b = jax.jacfwd(step, argnums=(0, 1))(x, u)
+        else:
+            a, b = linearise_averaged(
+                step, x, u, jnp.asarray(spread, self.dtype), key=jax.random.key(seed)
+            )
         k, p = dlqr(a, b, task.q, task.r)
         self.lqr = LQRController(k, task)
         stage, error = smooth_cost(task, running)

@@ -41,6 +41,19 @@ more, up from the fastest swing-up found to the segment's end; their sum with th
 ceiling, the best uptime the optimiser finds for these pushed states. It is no bound (a better optimiser may swing
 up faster); score / ceiling is the fraction of it reached.
 
+The rig (`--rig`): the leaderboard's plant with what its model lacks, on the judge's own simulator: the lab's
+identified joint friction for the same design (viscous and Coulomb, from its model_1.0 file), a first-order drive
+lag (the simulator's motor responsiveness, 20 ms) and noise on the measured velocities (0.1 rad/s). The controller
+reads the noisy measurements; the judge scores the true state. `--record DIR` records excitation runs of the rig
+(a random multisine on the driven joint from random angles at rest, what its sensors read) with a config that
+identifies a pure ODE from them (friction and the drive's lag through the solver); `--model RUN` then designs the
+controller on the trained run instead of the known model. The option "estimator" (`KalmanFilter`'s noise
+arguments) puts the model's Kalman filter between the sensors and the controller.
+
+    python benchmarks/realaigym.py --rig --record runs/realaigym_rig
+    lagnet train runs/realaigym_rig/pendubot/pure_ode.yaml --out runs/realaigym_rig/pendubot/run
+    python benchmarks/realaigym.py --rig --system pendubot --model runs/realaigym_rig/pendubot/run
+
 Install the judge (outside lagnet's environment; a venv that also sees lagnet's, by a .pth file or PYTHONPATH):
 
     git clone https://github.com/dfki-ric-underactuated-lab/double_pendulum   # or export a snapshot's tree
@@ -57,6 +70,7 @@ Install the judge (outside lagnet's environment; a venv that also sees lagnet's,
 import argparse
 import ast
 import contextlib
+import copy
 import dataclasses
 import importlib.util
 import json
@@ -414,22 +428,38 @@ class StoredStart:
 _BUILT = {}
 
 
-def controller_for(name: str, board: Leaderboard, seconds: float, period: float, options: dict):
+def controller_for(
+    name: str,
+    board: Leaderboard,
+    seconds: float,
+    period: float,
+    options: dict,
+    model: str | None = None,
+):
     """`make_controller`, built once per setting: each build compiles its solver (seconds); a run resets it."""
-    key = (name, board.system, seconds, period, json.dumps(options, sort_keys=True))
+    key = (name, board.system, seconds, period, json.dumps(options, sort_keys=True), model)
     if key not in _BUILT:
-        _BUILT[key] = make_controller(name, board, seconds, period, options)
+        _BUILT[key] = make_controller(name, board, seconds, period, options, model)
     return _BUILT[key]
 
 
-def make_controller(name: str, board: Leaderboard, seconds: float, period: float, options: dict):
-    """The lagnet controller `name` for the system, stepping lagnet's model of it (RK4) at `period` (the iLQR with
-    the task's chosen options, `ILQRController.for_task`); the
+def make_controller(
+    name: str,
+    board: Leaderboard,
+    seconds: float,
+    period: float,
+    options: dict,
+    model: str | None = None,
+):
+    """The lagnet controller `name` for the system, stepping a model of it (RK4) at `period`: lagnet's known
+    model (the leaderboard's parameters), or the model of the trained run `model` (`lagnet.load`); the iLQR with
+    the task's chosen options, `ILQRController.for_task`; the
     options' "task" entry, if any, replaces fields of the task (e.g. {"r": [[0.1]]}), "r_scale" scales its
     input weight, "start_options" (the iLQR's) are options that replace the others for a run's start from rest
     until the catch region (`StartWith`) and "stored_plan" (the iLQR's) wraps the controller in `StoredStart`
-    with those arguments; the rest go to the controller as they are."""
-    from lagnet.control import Dynamics
+    with those arguments; "estimator" (`KalmanFilter`'s noise arguments) puts the model's Kalman filter between
+    the sensors and the controller (`EstimatingController`); the rest go to the controller as they are."""
+    from lagnet.control import Dynamics, load
     from lagnet.integrators import RK4
 
     options = dict(options)
@@ -437,17 +467,24 @@ def make_controller(name: str, board: Leaderboard, seconds: float, period: float
     task = dataclasses.replace(lagnet_task(board, system, seconds), **options.pop("task", {}))
     if "r_scale" in options:
         task = dataclasses.replace(task, r=task.r * options.pop("r_scale"))
-    dyn = Dynamics(system, RK4(), period)
+    dyn = Dynamics(system if model is None else load(model).model, RK4(), period)
     if name == "ilqr":
         from lagnet.control.ilqr import ILQRController
 
         stored = options.pop("stored_plan", None)
+        estimator = options.pop("estimator", None)
         start = options.pop("start_options", None)
         controller = ILQRController.for_task(dyn, task, period, **options)
         if start is not None:
             first = ILQRController.for_task(dyn, task, period, **(options | start))
             controller = StartWith(first, controller)
-        return controller if stored is None else StoredStart(controller, period, **stored)
+        if stored is not None:
+            controller = StoredStart(controller, period, **stored)
+        if estimator is not None:
+            from lagnet.control import EstimatingController, KalmanFilter
+
+            controller = EstimatingController(controller, KalmanFilter(dyn, period, **estimator))
+        return controller
     return ProjectedSwingUp(dyn, task, period, **options)
 
 
@@ -495,14 +532,25 @@ def judge_controller_class():
     return LagnetController
 
 
-def simulate(board: Leaderboard, controller, x0, t0: float, tf: float):
+def simulate(board: Leaderboard, controller, x0, t0: float, tf: float, rig: dict | None = None):
     """(T, X, U) of the judge's simulator, its plant (both joints limited as in sim_controller.py) and
-    integrator, without video."""
+    integrator, without video; with `rig` (`RIG`'s keys), its plant with friction, its motor with a lag and its
+    sensors with noise. X is the true state (what the judge scores); the controller reads the sensors."""
     from double_pendulum.model.plant import DoublePendulumPlant
     from double_pendulum.simulation.simulation import Simulator
 
     p = board.params
-    sim = Simulator(plant=DoublePendulumPlant(model_pars=p.mpar_nolim))
+    mpar = p.mpar_nolim
+    if rig is not None:
+        mpar = copy.deepcopy(mpar)
+        mpar.set_damping(list(rig["damping"]))
+        mpar.set_cfric(list(rig["coulomb"]))
+    sim = Simulator(plant=DoublePendulumPlant(model_pars=mpar))
+    if rig is not None:
+        noise = [rig["position_noise"]] * 2 + [rig["velocity_noise"]] * 2
+        sim.set_measurement_parameters(meas_noise_sigmas=noise)
+        # The judge's motor: u ← u + r (u_cmd − u) each step of dt, a first-order lag of τ = −dt / ln(1 − r).
+        sim.set_motor_parameters(u_responsiveness=float(1.0 - np.exp(-p.dt / rig["lag_s"])))
     # simulate_and_animate (the leaderboard's) steps tf / dt times; `simulate` steps while t < tf, which the
     # sum of float dt can make one more: cap it at the same count.
     steps = int(round((tf - t0) / p.dt))
@@ -538,6 +586,147 @@ def swingup_time(board: Leaderboard, T, X) -> float:
     )
     # Not up at the end: the judge's answer is then the piece's last time.
     return float(t) if t < rel[-1] else float("inf")
+
+
+# The rig the learned model is judged on (`--rig`): the leaderboard's plant with what its model lacks. Friction: the
+# lab's own identified values for the same design (model_1.0 of its design, of which the leaderboard's model_1.1 is
+# the copy without friction), read from the judge's data; a first-order drive lag; noise on the measured velocities
+# (the lab's robustness benchmark's smallest level, 0.1 rad/s).
+RIG = {"lag_s": 0.02, "velocity_noise": 0.1, "position_noise": 0.0}
+
+
+def rig_parameters(root: Path, board: Leaderboard, given: dict) -> dict:
+    """`RIG` with the lab's identified friction of the leaderboard's design; `given` replaces any entry."""
+    import yaml
+
+    unknown = set(given) - set(RIG) - {"damping", "coulomb"}
+    if unknown:
+        raise SystemExit(
+            f"--rig: unknown keys {sorted(unknown)}; expected {sorted(RIG)}, damping, coulomb"
+        )
+    identified = (
+        root
+        / "data/system_identification/identified_parameters"
+        / board.params.design
+        / "model_1.0/model_parameters.yml"
+    )
+    lab = yaml.safe_load(identified.read_text())
+    rig = RIG | {"damping": [lab["b1"], lab["b2"]], "coulomb": [lab["cf1"], lab["cf2"]]} | given
+    rig["source"] = str(identified.relative_to(root))
+    return rig
+
+
+def excitation_controller_class():
+    """The judge's controller interface for recording: a random multisine on the driven joint."""
+    from double_pendulum.controller.abstract_controller import AbstractController
+
+    class Excitation(AbstractController):
+        """u(t) = a Σ_k sin(2π f_k t + φ_k) on the driven joint (f_k uniform in [0.2, 2] Hz, random phases,
+        scaled to a peak of `peak` over the run), held over each `period`; logs what the rig's driver would:
+        the time, the measured state it was given and the command, every `every`-th call."""
+
+        def __init__(self, driven, period, dt, seconds, peak, rng, every):
+            super().__init__()
+            self.driven, self.every, self.hold = driven, every, max(int(round(period / dt)), 1)
+            f = rng.uniform(0.2, 2.0, 8)
+            phase = rng.uniform(0, 2 * np.pi, 8)
+            t = np.arange(0.0, seconds + period, period)
+            u = np.sin(2 * np.pi * f[None] * t[:, None] + phase[None]).sum(1)
+            self.u = peak * u / np.abs(u).max()
+            self.log, self._n = [], 0
+
+        def get_control_output_(self, x, t=None):
+            u = np.zeros(2)
+            u[self.driven] = self.u[min(self._n // self.hold, len(self.u) - 1)]
+            if self._n % self.every == 0:
+                self.log.append([t, *np.asarray(x, float), u[self.driven]])
+            self._n += 1
+            return u
+
+    return Excitation
+
+
+def record_rig(
+    root: Path, board: Leaderboard, rig: dict, folder: Path, runs: int, seconds: float, seed: int
+):
+    """Excitation runs of the rig (`runs` for training, 2 for validation, `seconds` each, from rest at random
+    angles), what its sensors read, as CSV files in `folder`, and a lagnet config that identifies a pure ODE
+    from them: the leaderboard's mechanics as the prior, viscous and Coulomb friction on both joints and the
+    drive's lag identified through the solver. Returns the config's path."""
+    import yaml
+
+    p = board.params
+    Excitation = excitation_controller_class()
+    rng = np.random.default_rng(seed)
+    np.random.seed(seed)  # noqa: NPY002 (the judge draws its sensor noise from numpy's global generator)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    every = 5  # sampled at 5 dt = 10 ms: fine enough for a 20 ms lag, the input held over 20 ms
+    for k in range(runs + 2):
+        x0 = np.concatenate([rng.uniform(-np.pi, np.pi, 2), np.zeros(2)])
+        exc = Excitation(
+            board.driven, 0.02, p.dt, seconds, 0.8 * p.mpar.tl[board.driven], rng, every
+        )
+        simulate(board, exc, x0, 0.0, seconds, rig)
+        name = f"excitation_{k:02d}.csv"
+        header = "time,pos1,pos2,vel1,vel2,tau"
+        np.savetxt(folder / name, np.asarray(exc.log), delimiter=",", header=header, comments="")
+        files.append(name)
+    mpar = p.mpar
+    config = {
+        "name": f"realaigym_rig_{board.system}",
+        "seed": 0,
+        "system": {
+            "name": "double_pendulum",
+            "params": {
+                "m1": float(mpar.m[0]),
+                "m2": float(mpar.m[1]),
+                "l1": float(mpar.l[0]),
+                "r1": float(mpar.r[0]),
+                "r2": float(mpar.r[1]),
+                "I1": float(mpar.I[0]),
+                "I2": float(mpar.I[1]),
+                "inertia_about": "joint",
+                "Ir": float(mpar.Ir),
+                "gr": float(mpar.gr),
+                "g": float(mpar.g),
+                "actuated": ("shoulder", "elbow")[board.driven],
+            },
+        },
+        "model": {
+            "type": "pure_ode",
+            "friction": {
+                "viscous": ["q1", "q2"],
+                "coulomb": ["q1", "q2"],
+                "shape": "atan",
+                "epsilon": 0.01,
+                "trainable": True,
+            },
+            "actuator_lag": 0.01,
+            "input_history": 8,
+        },
+        "integrator": {"name": "rk4"},
+        "data": {
+            "train": files[:runs],
+            "test": files[runs:],
+            "mapping": {
+                "time": "time",
+                "positions": ["pos1", "pos2"],
+                "velocities": ["vel1", "vel2"],
+                "inputs": ["tau"],
+            },
+        },
+        "training": {"epochs": 0},
+        "evaluation": {"windows": 200, "horizon": 50, "long_horizon": 200},
+    }
+    path = folder / "pure_ode.yaml"
+    rig_note = json.dumps({k: v for k, v in rig.items() if k != "source"})
+    path.write_text(
+        f"# Written by benchmarks/realaigym.py --record: {runs} + 2 excitation runs of {seconds:g} s of the "
+        f"{board.system} rig {rig_note}\n# (friction from {rig['source']}), identified as a pure ODE.\n"
+        + yaml.safe_dump(config, sort_keys=False)
+    )
+    return path
 
 
 def score_with_judge(board: Leaderboard, name: str, T, X, U, python: str) -> dict:
@@ -597,7 +786,9 @@ def run_seed(board: Leaderboard, args, seed: int, seconds: float) -> dict:
         )
         wrapper_args["t_max"] = seconds
     Wrapped = judge_controller_class()
-    lagnet_controller = controller_for(args.controller, board, seconds, args.period, args.options)
+    lagnet_controller = controller_for(
+        args.controller, board, seconds, args.period, args.options, args.model
+    )
     start = time.perf_counter()
     lagnet_controller.reset(np.asarray(p.x0, np.float32))  # compiles its solves, once per setting
     compile_s = time.perf_counter() - start
@@ -606,7 +797,7 @@ def run_seed(board: Leaderboard, args, seed: int, seconds: float) -> dict:
     pushed = GlobalPolicyTestingControllerV2(inner, **wrapper_args)
     pushed.init()
     start = time.perf_counter()
-    T, X, U = simulate(board, pushed, p.x0, p.t0, seconds)
+    T, X, U = simulate(board, pushed, p.x0, p.t0, seconds, args.rig)
     wall = time.perf_counter() - start
     name = f"lagnet_{args.controller}_seed{seed}"
     judged = score_with_judge(board, name, T, X, U, sys.executable)
@@ -716,10 +907,10 @@ def ceiling(board: Leaderboard, args, T, X, U, pushes, seconds: float) -> dict:
     """The best uptime the optimiser finds for the run's pushed states (see the module's docstring)."""
     dt = board.params.dt
     Wrapped = judge_controller_class()
-    ilqr = controller_for("ilqr", board, seconds, args.period, {})
+    ilqr = controller_for("ilqr", board, seconds, args.period, {}, args.model)
     # The refinement's model steps at period / 4: the pushed states are fast (up to ~40 rad/s), where one RK4
     # step of the control period drifts from the judge's 2 ms steps.
-    fine = controller_for("ilqr", board, seconds, args.period, {"substeps": 4})
+    fine = controller_for("ilqr", board, seconds, args.period, {"substeps": 4}, args.model)
     refine = MinimumTime(fine, args.period) if args.refine else None
     every = max(int(round(args.period / dt)), 1)
     n = len(T) - 1  # the judge scores T[:-1]
@@ -736,13 +927,13 @@ def ceiling(board: Leaderboard, args, T, X, U, pushes, seconds: float) -> dict:
         pieces = {"run": (T[i : j + 1], X[i : j + 1], U[i : j + 1])}
         for k, options in enumerate(args.ceiling_options):
             inner = Wrapped(
-                controller_for(args.controller, board, seconds, args.period, options),
+                controller_for(args.controller, board, seconds, args.period, options, args.model),
                 board.driven,
                 args.period,
                 dt,
             )
             inner.init()
-            Ts, Xs, Us = simulate(board, inner, X[i], s, e)
+            Ts, Xs, Us = simulate(board, inner, X[i], s, e, args.rig)
             pieces[f"variant{k}"] = (Ts[: j - i + 1], Xs[: j - i + 1], Us[: j - i + 1])
         seg = {"start": s, "seconds": T[j] - s, "state": [float(v) for v in X[i]]}
         for key, (Tp, Xp, _) in pieces.items():
@@ -892,6 +1083,31 @@ def main(argv=None):
     )
     p.add_argument("--quick", action="store_true", help="one seed, 8 s (a smoke run)")
     p.add_argument(
+        "--rig",
+        nargs="?",
+        const="{}",
+        default=None,
+        type=json.loads,
+        help="judge on the rig (the leaderboard's plant with friction, a drive lag and sensor noise; JSON "
+        "replaces RIG's entries) instead of the leaderboard's plant",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="the controller's model: a trained run's folder (one --system); default lagnet's known model",
+    )
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="DIR",
+        help="record excitation runs of the rig into DIR/<system>/ with a config that identifies a pure ODE "
+        "from them (train it with lagnet train), and exit",
+    )
+    p.add_argument(
+        "--record-runs", type=int, default=6, help="training runs to record (+ 2 for validation)"
+    )
+    p.add_argument("--record-seconds", type=float, default=10.0, help="seconds per recorded run")
+    p.add_argument(
         "--judge", default=None, help="the double_pendulum tree (default: the installed package's)"
     )
     p.add_argument(
@@ -916,6 +1132,23 @@ def main(argv=None):
 
     import jax
 
+    if args.model is not None and len(args.system) != 1:
+        p.error("--model: name one --system (a run is one system's model)")
+    if args.record is not None:
+        for system in args.system:
+            board = Leaderboard.load(root, system)
+            rig = rig_parameters(root, board, args.rig or {})
+            config = record_rig(
+                root,
+                board,
+                rig,
+                Path(args.record) / system,
+                args.record_runs,
+                args.record_seconds,
+                args.seeds[0],
+            )
+            print(f"{system}: recorded; identify with `lagnet train {config}`")
+        return 0
     if args.quick:
         args.seeds, args.seconds = args.seeds[:1], args.seconds or 8.0
     if args.out is None:
@@ -936,6 +1169,9 @@ def main(argv=None):
         board = Leaderboard.load(root, system)
         seconds = float(args.seconds or board.params.t_final)
         mismatch = model_mismatch(board, lagnet_system(board))
+        given_rig = args.rig
+        if given_rig is not None:
+            args.rig = rig_parameters(root, board, given_rig)
         runs = []
         for seed in args.seeds:
             run = run_seed(board, args, seed, seconds)
@@ -947,11 +1183,14 @@ def main(argv=None):
             )
             runs.append(run)
         results[system] = {
+            "rig": args.rig,
+            "model": args.model,
             "model_max_qdd_error": mismatch,
             "wrapper": {k: v for k, v in board.wrapper_args.items() if isinstance(v, (int, float))},
             "summary": summary(runs),
             "runs": runs,
         }
+        args.rig = given_rig
     record = {
         "benchmark": "realaigym",
         "date": time.strftime("%Y-%m-%d"),

@@ -1001,6 +1001,18 @@ def markdown(record: dict) -> str:
         f"({record['seconds']:g} s per run, {record['protocol']}); controller `{record['controller']}` at "
         f"{1e3 * record['period']:g} ms, options {json.dumps(record['options'])}; seeds {record['seeds']}.",
         "",
+        *(
+            [
+                f"{system}: on the rig {json.dumps({k: v for k, v in r['rig'].items() if k != 'source'})} "
+                f"(friction from the judge's {r['rig']['source']}; the controller reads the sensors); the "
+                f"controller's model: {'the trained run ' + r['model'] if r.get('model') else 'the known model'}."
+                for system, r in record["results"].items()
+                if r.get("rig")
+            ]
+            + [""]
+            if any(r.get("rig") for r in record["results"].values())
+            else []
+        ),
         "Score: uptime above 0.9 (l1 + l2) / run length (the judge's `RealAI Score` for the full 60 s; for a "
         "shortened run the judge's script still divides by 60 s). Wall: the simulation with the controller, "
         "without its compilation (once per setting). Ceiling: the module docstring.",

@@ -70,3 +70,12 @@ def test_bad_noise_names_the_argument():
         KalmanFilter(dyn, DT, process_noise=1e-3, measurement_noise=[0.1, 0.0])
     with pytest.raises(ValueError, match=r"process_noise .* \(2,\)"):
         KalmanFilter(dyn, DT, process_noise=[1e-3, 1e-3, 1e-3], measurement_noise=0.1)
+
+
+def test_a_wrapped_reading_moves_the_estimate_the_short_way_round():
+    dyn = Dynamics(task("pendulum-swingup").system, RK4(), DT)
+    filt = KalmanFilter(dyn, DT, process_noise=[1e-2, 0.1], measurement_noise=[1e-2, 0.1])
+    state = filt.start(np.array([np.pi - 0.01, 0.0]))
+    # The plant reports the angle wrapped: −π + 0.01 is 0.02 rad past the estimate, not 2π − 0.02 before it.
+    x, _, _ = filt.update(state, jnp.zeros(1), np.array([-np.pi + 0.01, 0.0]))
+    assert abs(float(x[0]) - np.pi) < 0.05

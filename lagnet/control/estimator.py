@@ -8,8 +8,10 @@ reading:
     predict   x̂⁻ = step(x̂, u_{t−1}),   P⁻ = A P Aᵀ + Q,   A = ∂step/∂x
     correct   K = P⁻ (P⁻ + R)⁻¹,   x̂ = x̂⁻ + K (y − x̂⁻),   P = (I − K) P⁻
 
-with the full state read (y = x + noise of covariance R). A model with an input history (an actuator's lag)
-predicts with the past commands it carries, so the filter knows what the drive applies.
+with the full state read (y = x + noise of covariance R). The innovation y − x̂⁻ of an angle is wrapped to
+[−π, π): a plant that reports angles wrapped moves the estimate by the short way round. A model with an input
+history (an actuator's lag) predicts with the past commands it carries, so the filter knows what the drive
+applies.
 """
 
 import equinox as eqx
@@ -30,6 +32,7 @@ class KalmanFilter(eqx.Module):
     dt: float = eqx.field(static=True)
     q: Float[Array, "s s"]
     r: Float[Array, "s s"]
+    angles: tuple[bool, ...] = eqx.field(static=True)
 
     def __init__(self, dyn: Dynamics, dt: float, *, process_noise, measurement_noise):
         s = 2 * dyn.n_dof
@@ -48,6 +51,13 @@ class KalmanFilter(eqx.Module):
         self.dyn, self.dt = dyn, float(dt)
         self.q = jnp.diag(jnp.asarray(stds["process_noise"] ** 2))
         self.r = jnp.diag(jnp.asarray(stds["measurement_noise"] ** 2))
+        try:
+            angles = np.asarray(dyn.system.angles, bool)
+        except (
+            TypeError
+        ):  # a model without a known system (a black box): no coordinate is known to wrap
+            angles = np.zeros(dyn.n_dof, bool)
+        self.angles = tuple(bool(a) for a in np.concatenate([angles, np.zeros_like(angles)]))
 
     def start(self, y) -> tuple:
         """The filter's state (x̂, P, u_past) at a run's start from the reading y: the drive at rest."""
@@ -67,7 +77,9 @@ class KalmanFilter(eqx.Module):
         a = jax.jacfwd(lambda x: predict(x)[0])(x)
         p = a @ p @ a.T + self.q
         gain = jnp.linalg.solve((p + self.r).T, p.T).T
-        x = x_pred + gain @ (jnp.asarray(y, x.dtype) - x_pred)
+        d = jnp.asarray(y, x.dtype) - x_pred
+        d = jnp.where(jnp.asarray(self.angles), jnp.mod(d + jnp.pi, 2 * jnp.pi) - jnp.pi, d)
+        x = x_pred + gain @ d
         p = (jnp.eye(x.size, dtype=x.dtype) - gain) @ p
         return x, p, u_past
 
@@ -87,9 +99,8 @@ class EstimatingController(AbstractController):
         self.controller.reset(x0)
         self._state = self.filter.start(x0)
         self._u = jnp.zeros((self.filter.dyn.n_inputs,), self._state[0].dtype)
-        jax.block_until_ready(
-            self._update(self._state, self._u, self._state[0])
-        )  # compile before timing
+        # Compiled here, before anything is timed.
+        jax.block_until_ready(self._update(self._state, self._u, self._state[0]))
         self._first = True
 
     def estimate(self) -> np.ndarray:

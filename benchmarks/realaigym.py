@@ -428,18 +428,13 @@ class StoredStart:
 _BUILT = {}
 
 
-def controller_for(
-    name: str,
-    board: Leaderboard,
-    seconds: float,
-    period: float,
-    options: dict,
-    model: str | None = None,
-):
-    """`make_controller`, built once per setting: each build compiles its solver (seconds); a run resets it."""
-    key = (name, board.system, seconds, period, json.dumps(options, sort_keys=True), model)
+def controller_for(*args):
+    """`make_controller(*args)`, built once per setting: each build compiles its solver (seconds); a run resets
+    it."""
+    name, board, seconds, period, options, *model = args
+    key = (name, board.system, seconds, period, json.dumps(options, sort_keys=True), *model)
     if key not in _BUILT:
-        _BUILT[key] = make_controller(name, board, seconds, period, options, model)
+        _BUILT[key] = make_controller(*args)
     return _BUILT[key]
 
 
@@ -1176,14 +1171,12 @@ def main(argv=None):
     commit = (
         (root / "COMMIT").read_text().strip() if (root / "COMMIT").exists() else "unknown commit"
     )
-    results = {}
+    results, given_rig = {}, args.rig
     for system in args.system:
         board = Leaderboard.load(root, system)
         seconds = float(args.seconds or board.params.t_final)
         mismatch = model_mismatch(board, lagnet_system(board))
-        given_rig = args.rig
-        if given_rig is not None:
-            args.rig = rig_parameters(root, board, given_rig)
+        args.rig = None if given_rig is None else rig_parameters(root, board, given_rig)
         runs = []
         for seed in args.seeds:
             run = run_seed(board, args, seed, seconds)
@@ -1202,7 +1195,6 @@ def main(argv=None):
             "summary": summary(runs),
             "runs": runs,
         }
-        args.rig = given_rig
     record = {
         "benchmark": "realaigym",
         "date": time.strftime("%Y-%m-%d"),

@@ -71,10 +71,11 @@ class KalmanFilter(eqx.Module):
         u = jnp.asarray(u, x.dtype)
 
         def predict(x):
-            return self.dyn.step_with_history(x, u, u_past, self.dt)
+            x_next, u_next = self.dyn.step_with_history(x, u, u_past, self.dt)
+            return x_next, (x_next, u_next)
 
-        x_pred, u_past = predict(x)
-        a = jax.jacfwd(lambda x: predict(x)[0])(x)
+        # A = ∂step/∂x and the prediction itself from one pass.
+        a, (x_pred, u_past) = jax.jacfwd(predict, has_aux=True)(x)
         p = a @ p @ a.T + self.q
         gain = jnp.linalg.solve((p + self.r).T, p.T).T
         d = jnp.asarray(y, x.dtype) - x_pred

@@ -47,8 +47,10 @@ lag (the simulator's motor responsiveness, 20 ms) and noise on the measured velo
 reads the noisy measurements; the judge scores the true state. `--record DIR` records excitation runs of the rig
 (a random multisine on the driven joint from random angles at rest, what its sensors read) with a config that
 identifies a pure ODE from them (friction and the drive's lag through the solver); `--model RUN` then designs the
-controller on the trained run instead of the known model. The option "estimator" (`KalmanFilter`'s noise
-arguments) puts the model's Kalman filter between the sensors and the controller.
+controller on the trained run instead of the known model (stepped at its own step, the recordings' 10 ms, so
+that its input history means what it was trained to mean). The option "estimator" (`KalmanFilter`'s noise
+arguments) puts the model's Kalman filter between the sensors and the controller; the iLQR's option "history"
+plans from the commands the controller gave as well as the state, which a model of the drive's lag needs.
 
     python benchmarks/realaigym.py --rig --record runs/realaigym_rig
     lagnet train runs/realaigym_rig/pendubot/pure_ode.yaml --out runs/realaigym_rig/pendubot/run
@@ -316,6 +318,11 @@ class StartWith:
             then.cold,
             then.caught,
         )
+        self.planned_state, self.remember, self.no_past = (
+            then.planned_state,
+            then.remember,
+            then.no_past,
+        )
         self._first = False
 
     def reset(self, x0) -> None:
@@ -328,7 +335,16 @@ class StartWith:
             if not self.caught(np.asarray(x, np.float32)):
                 return self.first(x, t)
             self._first = False
+            self.then.past = self.first.past  # the commands the drive is still working through
         return self.then(x, t)
+
+    @property
+    def past(self):
+        return self.first.past if self._first else self.then.past
+
+    @past.setter
+    def past(self, value):
+        self.first.past = self.then.past = value
 
 
 class StoredStart:
@@ -388,6 +404,9 @@ class StoredStart:
             return us, xs, gains
 
         self._plan, self.dtype, self.every_reset = plan, c.dtype, bool(every_reset)
+        # With a model's input history (`history`) the plan's state carries the commands given: tracked here,
+        # handed to the controller when it takes over.
+        self.past = c.no_past
         self.stored = self._solve(self.start)
         self.us, self.xs, self.gains = self.stored
         self.u_max = u_max
@@ -397,10 +416,12 @@ class StoredStart:
     def _solve(self, x0):
         import jax.numpy as jnp
 
-        return tuple(np.asarray(a) for a in self._plan(jnp.asarray(x0, self.dtype)))
+        x0 = self.controller.planned_state(jnp.asarray(x0, self.dtype), self.controller.no_past)
+        return tuple(np.asarray(a) for a in self._plan(x0))
 
     def reset(self, x0) -> None:
         self.controller.reset(x0)
+        self.past = self.controller.no_past
         x0 = np.asarray(x0, np.float32)
         if np.all(np.abs(x0 - self.start) <= self.near):
             self.us, self.xs, self.gains = self.stored
@@ -419,9 +440,12 @@ class StoredStart:
             x = np.asarray(x, np.float32)
             if k < len(self.us) and not self.controller.caught(x):
                 self._k = k + 1
-                u = self.us[k] + self.gains[k] @ (x - self.xs[k])
-                return np.clip(u, -self.u_max, self.u_max)
+                z = np.asarray(self.controller.planned_state(x, self.past))
+                u = np.clip(self.us[k] + self.gains[k] @ (z - self.xs[k]), -self.u_max, self.u_max)
+                self.past = self.controller.remember(u, self.past)
+                return u
             self._k = None  # caught, or the plan ended: the controller from here, cold-started
+            self.controller.past = self.past
         return self.controller(x, t)
 
 
@@ -462,7 +486,12 @@ def make_controller(
     task = dataclasses.replace(lagnet_task(board, system, seconds), **options.pop("task", {}))
     if "r_scale" in options:
         task = dataclasses.replace(task, r=task.r * options.pop("r_scale"))
-    dyn = Dynamics(system if model is None else load(model).model, RK4(), period)
+    # A trained model keeps its own step: an input history (the drive's lag) is read at the recordings' step.
+    if model is None:
+        dyn = Dynamics(system, RK4(), period)
+    else:
+        run = load(model)
+        dyn = Dynamics(run.model, RK4(), run.dt)
     if name == "ilqr":
         from lagnet.control.ilqr import ILQRController
 

@@ -1,5 +1,6 @@
 """Control dynamics of a model with an input history: the past inputs are the caller's explicit choice."""
 
+import dataclasses
 import os
 
 import equinox as eqx
@@ -159,3 +160,69 @@ def test_input_limit_in_a_config():
         input_limit(bad, system)
     with pytest.raises(ConfigError, match=r"model\.input_limit"):
         validate({"model": {"type": "pinode", "input_limit": -1}})
+
+
+# --- a control period of several model steps, and an iLQR that plans with the drive's past commands -----------
+
+
+def test_a_period_of_several_model_steps_fills_that_many_places_of_the_history(dyn):
+    """hold_with_history over 2 dt is step_with_history twice with u held; a period that is no whole number of
+    the model's steps is refused; a model without history steps the period in `substeps` steps."""
+    past = jnp.array([[0.7], [-0.4]])
+    x, p = dyn.step_with_history(X0, US[3], past)
+    x, p = dyn.step_with_history(x, US[3], p)
+    x2, p2 = dyn.hold_with_history(X0, US[3], past, 2 * dyn.dt)
+    np.testing.assert_array_equal(x2, x)
+    np.testing.assert_array_equal(p2, p)
+    assert dyn.history_steps(2 * dyn.dt) == 2
+    with pytest.raises(ValueError, match=r"whole number of them, got 0.03 s"):
+        dyn.history_steps(1.5 * dyn.dt)
+    plain = cartpole(0)
+    x, p = plain.hold_with_history(X0, US[3], jnp.zeros((0, 1)), 0.04, substeps=2)
+    np.testing.assert_array_equal(x, plain.step(plain.step(X0, US[3], 0.02), US[3], 0.02))
+    assert p.shape == (0, 1) and plain.history_steps(0.03) == 1
+
+
+def test_an_ilqr_with_history_plans_from_the_commands_it_gave(dyn):
+    """`ILQRController(history=True)` keeps its own last k commands (each period's in h places, newest first),
+    starts them at rest on reset, and plans from (x, those commands): the first state of its plan is the plant's
+    next state under them, where the held reading (history=False) predicts another."""
+    from lagnet.control import task
+    from lagnet.control.ilqr import ILQRController
+
+    cartpole_task = dataclasses.replace(task("cartpole-swingup"), system=dyn.system)
+    options = dict(horizon=5, iterations=1, first_iterations=1, catch=0.0, running=1.0)
+    with pytest.raises(ValueError, match=r"ILQRController\(history=True\).*whole number"):
+        ILQRController(dyn, cartpole_task, 0.03, history=True, **options)
+    ctrl = ILQRController(dyn, cartpole_task, 2 * dyn.dt, history=True, **options)
+    ctrl.reset(X0)
+    np.testing.assert_array_equal(ctrl.past, jnp.zeros((K, 1)))
+    u1 = np.asarray(ctrl(X0, 0.0))
+    np.testing.assert_array_equal(np.asarray(ctrl.past), [u1, u1])  # one period of 2 dt: 2 places
+    x1, past = dyn.hold_with_history(X0, u1, jnp.zeros((K, 1)), 2 * dyn.dt)
+    z1 = jnp.concatenate([x1, past.reshape(-1)])
+    predicted = ctrl.warm.rollout(z1, jnp.asarray([[0.5]]))[1]
+    np.testing.assert_allclose(
+        predicted[:4], dyn.hold_with_history(x1, jnp.array([0.5]), past, 2 * dyn.dt)[0], rtol=1e-6
+    )
+    held = ILQRController(dyn, cartpole_task, 2 * dyn.dt, **options)
+    assert not np.allclose(held.warm.rollout(x1, jnp.asarray([[0.5]]))[1], predicted[:4])
+    ctrl.reset(X0)
+    np.testing.assert_array_equal(ctrl.past, jnp.zeros((K, 1)))
+
+
+def test_a_kalman_filter_predicts_a_period_of_several_model_steps(dyn):
+    """The filter of a history model at a period of 2 dt predicts with hold_with_history (the commands in 2
+    places); a period that is no whole number of the model's steps is refused when it is built."""
+    from lagnet.control import KalmanFilter
+
+    filt = KalmanFilter(dyn, 2 * dyn.dt, process_noise=1e-3, measurement_noise=1e-3)
+    x, p, past = filt.start(X0)
+    u = jnp.array([0.8])
+    x_pred, past_pred = dyn.hold_with_history(X0, u, past, 2 * dyn.dt)
+    x1, _, past1 = filt.update((x, p, past), u, x_pred)  # a reading equal to the prediction
+    np.testing.assert_allclose(x1, x_pred, rtol=1e-6)
+    np.testing.assert_array_equal(past1, past_pred)
+    np.testing.assert_array_equal(past1, [[0.8], [0.8]])
+    with pytest.raises(ValueError, match=r"KalmanFilter: .*whole number"):
+        KalmanFilter(dyn, 1.5 * dyn.dt, process_noise=1e-3, measurement_noise=1e-3)

@@ -904,8 +904,8 @@ class ControlConfig(_Section):
         {},
         (dict,),
         "the controller's options, over each task's chosen ones: for a swing-up the iLQR's (`ILQRController`: "
-        "horizon_s, iterations, first_iterations, substeps, catch, running, terminal, energy, wall, spread), for any "
-        "other task (a reach) the LQR's `integral` (integral action, `IntegralLQRController`)",
+        "horizon_s, iterations, first_iterations, substeps, catch, running, terminal, energy, wall, spread, history), "
+        "for any other task (a reach) the LQR's `integral` (integral action, `IntegralLQRController`)",
     )
     paced: bool = option(
         False,

@@ -193,6 +193,39 @@ class Dynamics(eqx.Module):
         x_next = self.step(x, jnp.concatenate([u, u_past.reshape(-1)]), dt)
         return x_next, jnp.concatenate([u[None], u_past])[:k]
 
+    def history_steps(self, period: float) -> int:
+        """h, the model's steps in a control `period` for a model with an input history (it reads its past
+        commands at its own step `dt`, the recordings'), which must be whole; 1 for a model without."""
+        if not self.history.lags:
+            return 1
+        h = int(round(period / self.dt))
+        if h < 1 or abs(h * self.dt - period) > 1e-9 * period:
+            raise ValueError(
+                f"the model reads its last {self.history.lags} input(s) at its step of {self.dt:g} s: the "
+                f"control period must be a whole number of them, got {period:g} s"
+            )
+        return h
+
+    def hold_with_history(
+        self, x: StateLike, u: InputLike, u_past: Float[ArrayLike, "k m"], period: float, substeps=1
+    ) -> tuple[State, Float[Array, "k m"]]:
+        """(x⁺, u_past⁺) after u is held for a control `period`, each model step in `substeps` integrator steps.
+
+        A model with an input history steps `history_steps(period)` times at its own `dt`, u filling that many
+        places of the history (`step_with_history`); a model without steps the period in `substeps` steps.
+        """
+        u, past = jnp.asarray(u), jnp.asarray(u_past)
+        if not self.history.lags:
+            for _ in range(substeps):
+                x = self.step(x, u, period / substeps)
+            return x, past
+        for _ in range(self.history_steps(period)):
+            full = jnp.concatenate([u, past.reshape(-1)])
+            for _ in range(substeps):
+                x = self.step(x, full, self.dt / substeps)
+            past = jnp.concatenate([u[None], past])[: self.history.lags]
+        return x, past
+
     def history_inputs(self, us, u_past=None):
         """us (steps, m) → the model's inputs (steps, m (k + 1)): at step j, u_j, u_{j−1}, …, u_{j−k}.
 

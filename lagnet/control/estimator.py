@@ -11,7 +11,7 @@ reading:
 with the full state read (y = x + noise of covariance R). The innovation y − x̂⁻ of an angle is wrapped to
 [−π, π): a plant that reports angles wrapped moves the estimate by the short way round. A model with an input
 history (an actuator's lag) predicts with the past commands it carries, so the filter knows what the drive
-applies.
+applies; a period of several of the model's steps fills that many places of the history.
 """
 
 import equinox as eqx
@@ -49,6 +49,10 @@ class KalmanFilter(eqx.Module):
                 )
             stds[name] = np.broadcast_to(v, (s,))
         self.dyn, self.dt = dyn, float(dt)
+        try:
+            dyn.history_steps(self.dt)
+        except ValueError as e:
+            raise ValueError(f"KalmanFilter: {e}") from None
         self.q = jnp.diag(jnp.asarray(stds["process_noise"] ** 2))
         self.r = jnp.diag(jnp.asarray(stds["measurement_noise"] ** 2))
         try:
@@ -71,7 +75,7 @@ class KalmanFilter(eqx.Module):
         u = jnp.asarray(u, x.dtype)
 
         def predict(x):
-            x_next, u_next = self.dyn.step_with_history(x, u, u_past, self.dt)
+            x_next, u_next = self.dyn.hold_with_history(x, u, u_past, self.dt)
             return x_next, (x_next, u_next)
 
         # A = ∂step/∂x and the prediction itself from one pass.

@@ -254,7 +254,10 @@ class ILQRController(AbstractController):
     (`_with_wall`), where the task's success requires the state inside its bounds. The terminal cost is the
     LQR's cost-to-go eᵀPe (so the plan aims for where the LQR holds), or `terminal`·eᵀQe when given. The LQR is
     linearised at the goal, or with `spread` (per state entry) averaged over states about it
-    (`linearise_averaged`): a stiff Coulomb friction's slope at rest is a damping the loop never sees.
+    (`linearise_averaged`): a stiff Coulomb friction's slope at rest is a damping the loop never sees. With
+    `history`, a model with an input history (a drive's lag) plans from (x, the controller's last commands): the
+    period must be a whole number h of the model's steps, each command filling h places (`hold_with_history`).
+    Without it the model reads the last input held, the steady state, which forgets what the drive still applies.
     `ILQRController.for_task` takes a named task's chosen options (`TASK_OPTIONS`)."""
 
     def __init__(
@@ -273,13 +276,34 @@ class ILQRController(AbstractController):
         energy: float = 0.0,
         wall: float = 0.0,
         spread=None,
+        history: bool = False,
         seed: int = 0,
     ):
         def step(x, u):
             # In `substeps` steps of the model: stiff terms (friction) need a finer step than the control period.
+            # A model's past inputs read as u held (the steady state), as the LQR's linearisation needs.
             for _ in range(substeps):
                 x = dyn.step(x, u, dt / substeps)
             return x
+
+        n2 = task.goal.size
+        # With `history`, the plan's state is z = (x, the last k commands, newest first): what the drive is still
+        # working through (an actuator's lag), which the held reading above forgets.
+        lags, m = (dyn.history.lags if history else 0), dyn.n_inputs
+        if lags:
+            try:
+                h = dyn.history_steps(dt)
+            except ValueError as e:
+                raise ValueError(f"ILQRController(history=True): {e}") from None
+            per_model_step = -(-substeps // h)
+        self.history_steps = h if lags else 1
+
+        def plan_step(z, u):
+            if not lags:
+                return step(z, u)
+            past = z[n2:].reshape(lags, m)
+            x, past = dyn.hold_with_history(z[:n2], u, past, dt, per_model_step)
+            return jnp.concatenate([x, past.reshape(-1)])
 
         x, u = jnp.asarray(task.goal), jnp.asarray(task.u_goal)
         # Plans and states in the model's own precision (a float32 reading into a float64 model, or the
@@ -300,12 +324,15 @@ class ILQRController(AbstractController):
             stage = _with_wall(stage, task, wall)
         p = jnp.asarray(p) if terminal is None else terminal * jnp.asarray(task.q)
 
-        def terminal(x):
-            e = error(x)
+        def terminal(z):
+            e = error(z[:n2])
             return e @ p @ e
 
+        def plan_stage(z, u):
+            return stage(z[:n2], u)
+
         lo, hi = jnp.asarray(-task.u_max), jnp.asarray(task.u_max)
-        common = dict(step=step, stage=stage, terminal=terminal, u_min=lo, u_max=hi)
+        common = dict(step=plan_step, stage=plan_stage, terminal=terminal, u_min=lo, u_max=hi)
         self.warm = ILQR(**common, iterations=iterations)
         self.cold = ILQR(**common, iterations=first_iterations)
         # jax.jit of the solver closed over: a call dispatches faster than through eqx.filter_jit's filtering.
@@ -321,6 +348,7 @@ class ILQRController(AbstractController):
         plan0 = 0.3 * task.u_max * rng.standard_normal((horizon, task.u_max.size))
         self.plan0 = jnp.asarray(plan0, self.dtype)
         self.plan, self.cold_next = self.plan0, True
+        self.past = self.no_past = jnp.zeros((lags, m), self.dtype)
 
     @classmethod
     def for_task(cls, dyn: Dynamics, task: Task, dt: float, **options) -> "ILQRController":
@@ -335,19 +363,34 @@ class ILQRController(AbstractController):
         return cls(dyn, task, dt, **chosen)
 
     def reset(self, x0) -> None:
+        """A run's start at x0, the drive at rest (no past commands)."""
         x0 = jnp.asarray(x0, self.dtype)
         for solve in (self._solve_cold, self._solve_warm):
-            jax.block_until_ready(solve(x0, self.plan0))
+            jax.block_until_ready(solve(self.planned_state(x0, self.no_past), self.plan0))
         self.lqr(x0, 0.0)
-        self.plan, self.cold_next = self.plan0, True
+        self.plan, self.cold_next, self.past = self.plan0, True, self.no_past
+
+    def planned_state(self, x, past=None):
+        """The state the plan starts from: x, and with `history` the past commands (default: the controller's
+        own, those it gave) after it."""
+        past = self.past if past is None else past
+        return jnp.concatenate([jnp.asarray(x, self.dtype), past.reshape(-1)]) if past.size else x
+
+    def remember(self, u, past):
+        """The past commands after a period's command u, which fills the period's h places of the history."""
+        if not past.size:
+            return past
+        held = jnp.broadcast_to(jnp.asarray(u, self.dtype), (self.history_steps, past.shape[-1]))
+        return jnp.concatenate([held, past])[: past.shape[0]]
 
     def __call__(self, x, t: float):
         x = jnp.asarray(x, self.dtype)
         solve = self._solve_cold if self.cold_next else self._solve_warm
-        u, self.plan, _ = solve(x, self.plan)
+        u, self.plan, _ = solve(self.planned_state(x), self.plan)
         self.cold_next = False
         if self.caught(x):
-            return self.lqr(x, t)
+            u = self.lqr(x, t)
+        self.past = self.remember(u, self.past)
         return u
 
     def caught(self, x) -> bool:

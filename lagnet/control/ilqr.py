@@ -157,6 +157,27 @@ def _period(solver: ILQR, x0, plan):
     return us[0], shift(us), cost
 
 
+def _planned_step(dyn: Dynamics, step: Callable, n2: int, dt: float, substeps: int, history: bool):
+    """(the plan's step, k, h): `step` itself, or with `history` for a model with an input history of k the step
+    of z = (x, the last k commands, newest first), what the drive is still working through (an actuator's lag),
+    which the held reading forgets; h model steps make one period."""
+    lags, m = (dyn.history.lags if history else 0), dyn.n_inputs
+    if not lags:
+        return step, 0, 1
+    try:
+        h = dyn.history_steps(dt)
+    except ValueError as e:
+        raise ValueError(f"ILQRController(history=True): {e}") from None
+    per_model_step = -(-substeps // h)
+
+    def plan_step(z, u):
+        past = z[n2:].reshape(lags, m)
+        x, past = dyn.hold_with_history(z[:n2], u, past, dt, per_model_step)
+        return jnp.concatenate([x, past.reshape(-1)])
+
+    return plan_step, lags, h
+
+
 def smooth_cost(task: Task, running: float = 1.0) -> tuple[Callable, Callable]:
     """(stage, error): the task's cost with each angle error d replaced by 2 sin(d / 2) (d² by 2 (1 − cos d):
     the same to second order at the goal, smooth and bounded all the way round), its state term scaled by
@@ -287,23 +308,7 @@ class ILQRController(AbstractController):
             return x
 
         n2 = task.goal.size
-        # With `history`, the plan's state is z = (x, the last k commands, newest first): what the drive is still
-        # working through (an actuator's lag), which the held reading above forgets.
-        lags, m = (dyn.history.lags if history else 0), dyn.n_inputs
-        if lags:
-            try:
-                h = dyn.history_steps(dt)
-            except ValueError as e:
-                raise ValueError(f"ILQRController(history=True): {e}") from None
-            per_model_step = -(-substeps // h)
-        self.history_steps = h if lags else 1
-
-        def plan_step(z, u):
-            if not lags:
-                return step(z, u)
-            past = z[n2:].reshape(lags, m)
-            x, past = dyn.hold_with_history(z[:n2], u, past, dt, per_model_step)
-            return jnp.concatenate([x, past.reshape(-1)])
+        plan_step, lags, self.history_steps = _planned_step(dyn, step, n2, dt, substeps, history)
 
         x, u = jnp.asarray(task.goal), jnp.asarray(task.u_goal)
         # Plans and states in the model's own precision (a float32 reading into a float64 model, or the
@@ -348,7 +353,7 @@ class ILQRController(AbstractController):
         plan0 = 0.3 * task.u_max * rng.standard_normal((horizon, task.u_max.size))
         self.plan0 = jnp.asarray(plan0, self.dtype)
         self.plan, self.cold_next = self.plan0, True
-        self.past = self.no_past = jnp.zeros((lags, m), self.dtype)
+        self.past = self.no_past = jnp.zeros((lags, dyn.n_inputs), self.dtype)
 
     @classmethod
     def for_task(cls, dyn: Dynamics, task: Task, dt: float, **options) -> "ILQRController":

@@ -318,11 +318,8 @@ class StartWith:
             then.cold,
             then.caught,
         )
-        self.planned_state, self.remember, self.no_past = (
-            then.planned_state,
-            then.remember,
-            then.no_past,
-        )
+        # With a model's input history, both keep the commands given (`applied`), so either plans from them.
+        self.planned_state, self.no_past = then.planned_state, then.no_past
         self._first = False
 
     def reset(self, x0) -> None:
@@ -333,18 +330,15 @@ class StartWith:
     def __call__(self, x, t: float):
         if self._first:
             if not self.caught(np.asarray(x, np.float32)):
-                return self.first(x, t)
+                u = self.first(x, t)
+                self.then.applied(u)
+                return u
             self._first = False
-            self.then.past = self.first.past  # the commands the drive is still working through
         return self.then(x, t)
 
-    @property
-    def past(self):
-        return self.first.past if self._first else self.then.past
-
-    @past.setter
-    def past(self, value):
-        self.first.past = self.then.past = value
+    def applied(self, u) -> None:
+        self.first.applied(u)
+        self.then.applied(u)
 
 
 class StoredStart:
@@ -404,9 +398,6 @@ class StoredStart:
             return us, xs, gains
 
         self._plan, self.dtype, self.every_reset = plan, c.dtype, bool(every_reset)
-        # With a model's input history (`history`) the plan's state carries the commands given: tracked here,
-        # handed to the controller when it takes over.
-        self.past = c.no_past
         self.stored = self._solve(self.start)
         self.us, self.xs, self.gains = self.stored
         self.u_max = u_max
@@ -421,7 +412,6 @@ class StoredStart:
 
     def reset(self, x0) -> None:
         self.controller.reset(x0)
-        self.past = self.controller.no_past
         x0 = np.asarray(x0, np.float32)
         if np.all(np.abs(x0 - self.start) <= self.near):
             self.us, self.xs, self.gains = self.stored
@@ -440,12 +430,12 @@ class StoredStart:
             x = np.asarray(x, np.float32)
             if k < len(self.us) and not self.controller.caught(x):
                 self._k = k + 1
-                z = np.asarray(self.controller.planned_state(x, self.past))
+                # With a model's input history the plan's state carries the commands given (`applied`).
+                z = np.asarray(self.controller.planned_state(x))
                 u = np.clip(self.us[k] + self.gains[k] @ (z - self.xs[k]), -self.u_max, self.u_max)
-                self.past = self.controller.remember(u, self.past)
+                self.controller.applied(u)
                 return u
             self._k = None  # caught, or the plan ended: the controller from here, cold-started
-            self.controller.past = self.past
         return self.controller(x, t)
 
 

@@ -381,12 +381,14 @@ class ILQRController(AbstractController):
         past = self.past if past is None else past
         return jnp.concatenate([jnp.asarray(x, self.dtype), past.reshape(-1)]) if past.size else x
 
-    def remember(self, u, past):
-        """The past commands after a period's command u, which fills the period's h places of the history."""
-        if not past.size:
-            return past
-        held = jnp.broadcast_to(jnp.asarray(u, self.dtype), (self.history_steps, past.shape[-1]))
-        return jnp.concatenate([held, past])[: past.shape[0]]
+    def applied(self, u) -> None:
+        """Record u as the period's command given: with `history` it fills the period's h places of the past
+        commands the plan starts from. `__call__` records its own; a wrapper that commands instead calls this."""
+        if self.past.size:
+            held = jnp.broadcast_to(
+                jnp.asarray(u, self.dtype), (self.history_steps, self.past.shape[-1])
+            )
+            self.past = jnp.concatenate([held, self.past])[: self.past.shape[0]]
 
     def __call__(self, x, t: float):
         x = jnp.asarray(x, self.dtype)
@@ -395,7 +397,7 @@ class ILQRController(AbstractController):
         self.cold_next = False
         if self.caught(x):
             u = self.lqr(x, t)
-        self.past = self.remember(u, self.past)
+        self.applied(u)
         return u
 
     def caught(self, x) -> bool:

@@ -295,6 +295,40 @@ def test_least_squares_identification_recovers_the_friction_without_rollouts(
     assert record["physics"]["friction"]["coulomb"]["theta"] == pytest.approx(0.05, rel=0.02)
 
 
+def test_the_equation_error_joins_the_rollout_fit_with_its_stated_weight(windows, pendulum_csv):
+    """`equation_error_weight` w: at the start the equation error counts exactly w times the rollout loss; w = 0
+    is the rollout fit; a large w ends where the equation-error fit alone ends (within 2 %), away from the
+    rollout fit's truth, and a moderate w in between, on the Coulomb coefficient where the two disagree."""
+    from lagnet.run.recordings import sample_statistics
+
+    stats = sample_statistics([read_pendulum_csv(pendulum_csv)])
+    samples = (stats["q"], stats["qd"], stats["qdd"], stats["u"])
+    start = PINODE(Pendulum(), friction=JointFriction(1, coulomb={0: 0.1}, viscous={0: 0.2}))
+
+    def fitted(w):
+        return identify(
+            start,
+            RK4(),
+            windows,
+            unit_pendulum_loss(),
+            equation_error=samples,
+            equation_error_weight=w,
+        )
+
+    def coulomb(result):
+        return float(result.model.friction.values_by_term()["coulomb"][0])
+
+    rollouts, alone = fitted(0.0), identify(start, RK4(), windows, unit_pendulum_loss())
+    assert rollouts.initial_loss == alone.initial_loss and coulomb(rollouts) == coulomb(alone)
+    equation = identify_equation_error(start, *samples)
+    heavy, moderate = fitted(1e5), fitted(0.1)
+    assert heavy.initial_loss == pytest.approx((1 + 1e5) * alone.initial_loss, rel=1e-6)
+    truth, ee = coulomb(alone), coulomb(equation)
+    assert truth == pytest.approx(0.05, rel=0.02) and abs(ee - truth) > 0.05 * truth
+    assert coulomb(heavy) == pytest.approx(ee, rel=0.02)
+    assert min(truth, ee) < coulomb(moderate) < max(truth, ee)
+
+
 def test_an_old_runs_config_with_a_changed_default_prints_the_difference(
     pendulum_csv, tmp_path, capsys
 ):

@@ -301,6 +301,15 @@ class IdentificationConfig(_Section):
         "the recordings' filtered accelerations",
         one_of(("collocation", "least_squares")),
     )
+    equation_error_weight: float = option(
+        0.0,
+        NUM,
+        "method: solver only, w >= 0: the equation error (method least_squares's residual on the recordings' "
+        "filtered accelerations) joins the rollout fit, scaled so that at the start it counts w times the "
+        "rollout loss; the fit then matches the rollouts while it is held towards the torques the samples "
+        "measure; 0 = rollouts alone",
+        non_negative,
+    )
     accept: str = option(
         "every_coordinate",
         (str,),

@@ -185,6 +185,10 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     if ic.first_stage == "least_squares"
                     else None
                 ),
+                equation_error=(
+                    _samples(config, prior, trajs) if ic.equation_error_weight > 0 else None
+                ),
+                equation_error_weight=ic.equation_error_weight,
             )
     except NonFiniteStart as e:
         raise NonFiniteStart(f"{config.name}: {e}") from None
@@ -194,6 +198,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
         "horizon": horizon,
         "weighting": ic.weighting,
         "prior_weight": ic.prior_weight,
+        "equation_error_weight": ic.equation_error_weight,
         "data": ic.data,
         "recordings": len(trajs),
         "loss_before": result.initial_loss,
@@ -208,21 +213,25 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
     return result.model, record
 
 
-def _equation_error(config, prior, trajs):
-    """`identify_equation_error` on the recordings' samples, q̈ filtered as `data.derivative_window` says."""
+def _samples(config, prior, trajs):
+    """The recordings' samples (q, q̇, q̈, u) for the equation error, q̈ filtered as `data.derivative_window`
+    says."""
     if prior.input_history:
         raise ConfigError(
-            "model.identification.method: least_squares reads each sample's own input: it needs "
-            f"model.input_history: 0, got {prior.input_history}"
+            "the equation error (model.identification.method: least_squares, first_stage: least_squares or "
+            "equation_error_weight > 0) reads each sample's own input: it needs model.input_history: 0, got "
+            f"{prior.input_history}"
         )
     samples = sample_statistics(trajs, window=config.data.derivative_window)
+    return samples["q"], samples["qd"], samples["qdd"], samples["u"][:, : prior.n_inputs]
+
+
+def _equation_error(config, prior, trajs):
+    """`identify_equation_error` on the recordings' samples."""
     ic = config.model.setting("identification")
     return identify_equation_error(
         prior,
-        samples["q"],
-        samples["qd"],
-        samples["qdd"],
-        samples["u"][:, : prior.n_inputs],
+        *_samples(config, prior, trajs),
         max_iterations=ic.max_iterations,
         prior_weight=ic.prior_weight,
     )

@@ -288,6 +288,8 @@ def identify(
     groups: Int[np.ndarray, " windows"] | None = None,
     prior_weight: float = 0.0,
     first_stage: np.ndarray | None = None,
+    equation_error: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+    equation_error_weight: float = 0.0,
 ) -> Identification:
     """Fit `model`'s trained physical parameters (its `Bounded` leaves) to `windows` through the solver.
 
@@ -302,7 +304,10 @@ def identify(
     identified model and the solver's account (`Identification`); a start whose rollouts are not finite is a
     `NonFiniteStart` error naming its parameters. `first_stage`: θ from another fit (e.g.
     `identify_equation_error`'s) to start the rollout fit from instead of the collocation stage; the model's own
-    values stay the start the result is judged against, and the prior's centre.
+    values stay the start the result is judged against, and the prior's centre. `equation_error`: measured
+    samples (q, q̇, q̈, u) whose inverse-dynamics residual (`identify_equation_error`'s) joins the rollouts' with
+    weight w = `equation_error_weight`, scaled so that at the start it counts w times the rollout loss: an
+    output-error fit held towards what the samples' torques say (w > 0); the result is then judged on that sum.
     """
     n = len(windows)
     pick = np.unique(np.linspace(0, n - 1, min(n, max_windows)).round().astype(int))
@@ -319,6 +324,10 @@ def identify(
         )
     initial = _loss_at(rollout_residual, fit.theta, fit.dtype)
     fit.check_start(initial, "rollouts on the training windows")
+    if equation_error is not None and equation_error_weight > 0 and fit.theta.size:
+        rollout_residual, initial = _with_equation_error(
+            rollout_residual, initial, fit, model, equation_error, equation_error_weight
+        )
     theta = fit.theta
     if theta.size:
         # The equation error first, then the rollouts through the solver: a start far off (a damping 100× too
@@ -330,6 +339,27 @@ def identify(
             theta = np.clip(np.asarray(first_stage, float), fit.lower, fit.upper)
         theta, _ = fit.solve(prior(rollout_residual), theta)
     return fit.result(theta, rollout_residual, initial)
+
+
+def _with_equation_error(rollout_residual, rollout_loss, fit, model, samples, weight):
+    """θ ↦ [rollout residual, c · equation error], c² = w · (rollout loss / equation-error loss) at the start;
+    with the start's loss of that sum."""
+    residual = _equation_error_fn(model, *_picked_samples(samples, fit.dtype))
+    ee_loss = _loss_at(residual, fit.theta, fit.dtype)
+    fit.check_start(ee_loss, "equation error on the samples")
+    c = float(np.sqrt(weight * rollout_loss / ee_loss)) if ee_loss > 0 else 0.0
+
+    def both(theta):
+        return jnp.concatenate([rollout_residual(theta), c * residual(theta)])
+
+    return both, rollout_loss + c**2 * ee_loss
+
+
+def _picked_samples(samples, dtype, max_samples: int = 20000):
+    """Up to `max_samples` of the samples (q, q̇, q̈, u), evenly spread, as arrays of `dtype`."""
+    n = np.asarray(samples[0]).shape[0]
+    pick = np.unique(np.linspace(0, n - 1, min(n, max_samples)).round().astype(int))
+    return [jnp.asarray(np.asarray(x)[pick], dtype) for x in samples]
 
 
 def _equation_error_fn(model, q, qd, qdd, u):
@@ -372,11 +402,9 @@ def identify_equation_error(
     Gauss–Newton solve otherwise, within the parameters' bounds and `consistent` region. Up to `max_samples`
     samples, evenly spread, enter the fit. The start is returned (with the reason) unless the fit is finite,
     better on the equation error and physical."""
-    n = q.shape[0]
-    pick = np.unique(np.linspace(0, n - 1, min(n, max_samples)).round().astype(int))
     leaves = jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array))
     dtype = jnp.result_type(*(leaves or [jnp.float32]), jnp.float32)
-    arrays = [jnp.asarray(np.asarray(x)[pick], dtype) for x in (q, qd, qdd, u)]
+    arrays = _picked_samples((q, qd, qdd, u), dtype, max_samples)
     fit = _Fit(model, dtype, max_iterations)
     residual = _equation_error_fn(model, *arrays)
     initial = _loss_at(residual, fit.theta, dtype)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import PENDULUM_MAPPING, read_pendulum_csv, unit_pendulum_loss, write_pendulum_csv
 
-from lagnet.config import validate
+from lagnet.config import ConfigError, validate
 from lagnet.control.tasks import DFKI as TASK_DFKI
 from lagnet.data.windows import make_windows
 from lagnet.integrators import RK4
@@ -327,6 +327,42 @@ def test_the_equation_error_joins_the_rollout_fit_with_its_stated_weight(windows
     assert truth == pytest.approx(0.05, rel=0.02) and abs(ee - truth) > 0.05 * truth
     assert coulomb(heavy) == pytest.approx(ee, rel=0.02)
     assert min(truth, ee) < coulomb(moderate) < max(truth, ee)
+
+
+def test_a_fit_anchored_to_its_first_stage_is_never_worse_than_the_classical_fit(
+    pendulum_csv, tmp_path, monkeypatch
+):
+    """`anchor: first_stage`: the rollout fit starts from the equation-error fit and is judged against it. A fit
+    forced far off (every coefficient ×4) is worse on the validation recording than that first stage, so the run
+    keeps the least-squares fit, not the given values; the anchor needs `first_stage: least_squares`."""
+    import dataclasses
+
+    from lagnet.run import identification as stage
+    from lagnet.train.identify import with_physical_vector
+
+    real = stage.identify
+
+    def far_off(start, *args, **kwargs):
+        result = real(start, *args, **kwargs)
+        theta = 4.0 * np.asarray(result.theta)
+        return dataclasses.replace(
+            result, model=with_physical_vector(start, jnp.asarray(theta)), theta=theta
+        )
+
+    monkeypatch.setattr(stage, "identify", far_off)
+    other = write_pendulum_csv(tmp_path / "other.csv", steps=300, hold=20, scale=1.2, seed=3)
+    given = {"coulomb": {"theta": 0.05}, "viscous": {"theta": 0.6}}
+    identification = {"first_stage": "least_squares", "anchor": "first_stage"}
+    config = _config(pendulum_csv, identification=identification, friction=given)
+    config = config.replace(data={"validation": [str(other)]}, training={"epochs": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        train_run(config, str(tmp_path / "run"), progress=False)
+    record = json.loads((tmp_path / "run" / "summary.json").read_text())["identification"]
+    assert record["anchor"] == "first_stage" and "validation" in record["kept_start"]
+    assert record["physics"]["friction"]["viscous"]["theta"] == pytest.approx(0.1, rel=0.1)
+    with pytest.raises(ConfigError, match="needs method: solver and first_stage: least_squares"):
+        _config(pendulum_csv, identification={"anchor": "first_stage"})
 
 
 def test_an_old_runs_config_with_a_changed_default_prints_the_difference(

@@ -301,6 +301,14 @@ class IdentificationConfig(_Section):
         "the recordings' filtered accelerations",
         one_of(("collocation", "least_squares")),
     )
+    anchor: str = option(
+        "given",
+        (str,),
+        "what the rollout fit is held to and judged against: given = the config's values (the prior's centre, "
+        "and the physics kept when the fit is rejected); first_stage = the equation-error fit of first_stage: "
+        "least_squares, so that the result is never worse on validation than the classical fit it started from",
+        one_of(("given", "first_stage")),
+    )
     equation_error_weight: float = option(
         0.0,
         NUM,
@@ -1134,6 +1142,15 @@ def _check_consistency(config: Config, where: str) -> Config:
             )
     if config.seed >= 2**63:
         raise ConfigError(f"{where}seed must be < 2**63 (a 64-bit integer), got {config.seed}")
+    ic = config.model.setting("identification")
+    if getattr(ic, "anchor", "given") == "first_stage" and (
+        ic.method != "solver" or ic.first_stage != "least_squares"
+    ):
+        raise ConfigError(
+            f"{where}model.identification.anchor: first_stage holds the rollout fit to its first stage's "
+            "equation-error fit: it needs method: solver and first_stage: least_squares, got method: "
+            f"{ic.method}, first_stage: {ic.first_stage}"
+        )
     for key in ("weights_q", "weights_qd"):
         weights = getattr(config.training, key)
         bad = [w for w in weights or () if not _is_real(w) or w < 0]

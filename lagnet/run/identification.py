@@ -110,9 +110,11 @@ def identify_physics(
         identified = load_tree(path, prior)
         record = {"method": ic.method, "resumed": True}
     else:
-        identified, record = _identify(config, prior, integrator, trajs, loss, dtype, progress)
+        identified, record, start = _identify(
+            config, prior, integrator, trajs, loss, dtype, progress
+        )
         if validation is not None and record["kept_start"] is None:
-            identified = _validate(config, prior, identified, integrator, loss, validation, record)
+            identified = _validate(config, start, identified, integrator, loss, validation, record)
         record["friction_fit_at_bound"] = ls_hits or []
         _report(config, record, progress)
     record["physics"] = physics_summary(identified)
@@ -145,11 +147,13 @@ def collapse_message(c: dict, what: str) -> str:
 
 
 def _identify(config, prior, integrator, trajs, loss, dtype, progress):
-    """`identify` with the config's settings: the identified physics and its record."""
+    """`identify` with the config's settings: the identified physics, its record and the start it is judged
+    against (the given physics, or with `anchor: first_stage` the equation-error fit it started from)."""
     ic = config.model.setting("identification")
     if progress:
         print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
     horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
+    start = prior
     try:
         if ic.method == "least_squares":
             result, horizon = _equation_error(config, prior, trajs), None
@@ -167,8 +171,13 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     f"{key} = {horizon} steps: {e}; the longest training recording has {longest} rows"
                 ) from None
             horizon = windows.k
+            staged = (
+                _equation_error(config, prior, trajs) if ic.first_stage == "least_squares" else None
+            )
+            if staged is not None and ic.anchor == "first_stage":
+                start = staged.model
             result = identify(
-                prior,
+                start,
                 integrator,
                 windows,
                 loss,
@@ -180,11 +189,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     else None
                 ),
                 prior_weight=ic.prior_weight,
-                first_stage=(
-                    _equation_error(config, prior, trajs).theta
-                    if ic.first_stage == "least_squares"
-                    else None
-                ),
+                first_stage=None if staged is None else staged.theta,
                 equation_error=(
                     _samples(config, prior, trajs) if ic.equation_error_weight > 0 else None
                 ),
@@ -200,6 +205,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
         "prior_weight": ic.prior_weight,
         "equation_error_weight": ic.equation_error_weight,
         "data": ic.data,
+        "anchor": ic.anchor,
         "recordings": len(trajs),
         "loss_before": result.initial_loss,
         "loss": result.loss,
@@ -210,7 +216,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
         "at_bound": [] if kept else result.at_bound(),
         "collapsed": [] if kept else result.collapsed(),
     }
-    return result.model, record
+    return result.model, record, start
 
 
 def _samples(config, prior, trajs):

@@ -62,7 +62,8 @@ class NonFiniteStart(LagnetError, ValueError):
 @dataclasses.dataclass(frozen=True)
 class Identification:
     """The result of `identify`: the identified model, the loss before and after, the solver's account. The losses
-    are of the fitted rollout residual (weighted by group when `identify` had groups; without the prior's term).
+    are of the fitted rollout residual (weighted by group when `identify` had groups, with the equation error's
+    term when it had one; without the prior's term).
     `kept_start` says why the start was kept (None when the fit was): a fit that ends non-finite, worse than
     the start or outside the physical region (M(q) not ≻ 0) is never returned."""
 

@@ -156,7 +156,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
     start = prior
     try:
         if ic.method == "least_squares":
-            result, horizon = _equation_error(config, prior, trajs), None
+            result, horizon = _equation_error(config, prior, _samples(config, prior, trajs)), None
         else:
             try:
                 windows = make_windows(trajs, horizon, skip_short=True, dtype=dtype)
@@ -171,8 +171,15 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     f"{key} = {horizon} steps: {e}; the longest training recording has {longest} rows"
                 ) from None
             horizon = windows.k
+            samples = (
+                _samples(config, prior, trajs)
+                if ic.first_stage == "least_squares" or ic.equation_error_weight > 0
+                else None
+            )
             staged = (
-                _equation_error(config, prior, trajs) if ic.first_stage == "least_squares" else None
+                _equation_error(config, prior, samples)
+                if ic.first_stage == "least_squares"
+                else None
             )
             if staged is not None and ic.anchor == "first_stage":
                 start = staged.model
@@ -190,9 +197,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                 ),
                 prior_weight=ic.prior_weight,
                 first_stage=None if staged is None else staged.theta,
-                equation_error=(
-                    _samples(config, prior, trajs) if ic.equation_error_weight > 0 else None
-                ),
+                equation_error=samples if ic.equation_error_weight > 0 else None,
                 equation_error_weight=ic.equation_error_weight,
             )
     except NonFiniteStart as e:
@@ -232,12 +237,12 @@ def _samples(config, prior, trajs):
     return samples["q"], samples["qd"], samples["qdd"], samples["u"][:, : prior.n_inputs]
 
 
-def _equation_error(config, prior, trajs):
-    """`identify_equation_error` on the recordings' samples."""
+def _equation_error(config, prior, samples):
+    """`identify_equation_error` on the recordings' samples (`_samples`)."""
     ic = config.model.setting("identification")
     return identify_equation_error(
         prior,
-        *_samples(config, prior, trajs),
+        *samples,
         max_iterations=ic.max_iterations,
         prior_weight=ic.prior_weight,
     )

@@ -311,15 +311,16 @@ class StartWith:
     def __init__(self, first, then, near=0.05):
         self.first, self.then, self.near = first, then, float(near)
         self.start = np.asarray(then.task.start, np.float32)
-        # What `StoredStart` reads of the iLQR controller it wraps: the second's.
-        self.task, self.dtype, self.cold, self.caught = (
+        # What `StoredStart` reads of the iLQR controller it wraps: the second's. With a model's input history
+        # both keep the commands given (`applied`), so either's `planned_state` plans from them.
+        self.task, self.dtype, self.cold, self.caught, self.planned_state, self.no_past = (
             then.task,
             then.dtype,
             then.cold,
             then.caught,
+            then.planned_state,
+            then.no_past,
         )
-        # With a model's input history, both keep the commands given (`applied`), so either plans from them.
-        self.planned_state, self.no_past = then.planned_state, then.no_past
         self._first = False
 
     def reset(self, x0) -> None:

@@ -1143,9 +1143,7 @@ def _check_consistency(config: Config, where: str) -> Config:
     if config.seed >= 2**63:
         raise ConfigError(f"{where}seed must be < 2**63 (a 64-bit integer), got {config.seed}")
     ic = config.model.setting("identification")
-    if getattr(ic, "anchor", "given") == "first_stage" and (
-        ic.method != "solver" or ic.first_stage != "least_squares"
-    ):
+    if ic.anchor == "first_stage" and (ic.method != "solver" or ic.first_stage != "least_squares"):
         raise ConfigError(
             f"{where}model.identification.anchor: first_stage holds the rollout fit to its first stage's "
             "equation-error fit: it needs method: solver and first_stage: least_squares, got method: "

@@ -365,6 +365,49 @@ def test_a_fit_anchored_to_its_first_stage_is_never_worse_than_the_classical_fit
         _config(pendulum_csv, identification={"anchor": "first_stage"})
 
 
+def test_a_fit_held_to_the_least_squares_baseline_never_loses_to_the_classical_fit(
+    pendulum_csv, tmp_path, monkeypatch
+):
+    """`baseline: least_squares`: a rollout fit moved off (every coefficient ×2) still beats the given values
+    (viscous 0.6, far from the data's 0.1), so with the default baseline it is kept; it is worse than the
+    equation-error fit on the validation recording, so with `baseline: least_squares` that fit is kept in its
+    place. The option needs method: solver and accept: every_coordinate."""
+    import dataclasses
+
+    from lagnet.run import identification as stage
+    from lagnet.train.identify import with_physical_vector
+
+    real = stage.identify
+
+    def off(start, *args, **kwargs):
+        result = real(start, *args, **kwargs)
+        theta = 2.0 * np.asarray(result.theta)
+        return dataclasses.replace(
+            result, model=with_physical_vector(start, jnp.asarray(theta)), theta=theta
+        )
+
+    monkeypatch.setattr(stage, "identify", off)
+    other = write_pendulum_csv(tmp_path / "other.csv", steps=300, hold=20, scale=1.2, seed=3)
+    given = {"coulomb": {"theta": 0.05}, "viscous": {"theta": 0.6}}
+    viscous = {}
+    for baseline in ("given", "least_squares"):
+        config = _config(pendulum_csv, identification={"baseline": baseline}, friction=given)
+        config = config.replace(data={"validation": [str(other)]}, training={"epochs": 0})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            train_run(config, str(tmp_path / baseline), progress=False)
+        summary = json.loads((tmp_path / baseline / "summary.json").read_text())
+        record = summary["identification"]
+        assert record["baseline"] == baseline and record["kept_start"] is None
+        viscous[baseline] = record["physics"]["friction"]["viscous"]["theta"]
+    assert viscous["given"] == pytest.approx(0.2, rel=0.1)  # the fit, ×2, kept: it beats 0.6
+    assert viscous["least_squares"] == pytest.approx(0.1, rel=0.1)
+    assert "than the least-squares fit" in record["kept_least_squares"]
+    assert "worse than the start" not in record["kept_least_squares"]
+    with pytest.raises(ConfigError, match="needs method: solver and accept: every_coordinate"):
+        _config(pendulum_csv, identification={"baseline": "least_squares", "accept": "loss"})
+
+
 def test_an_old_runs_config_with_a_changed_default_prints_the_difference(
     pendulum_csv, tmp_path, capsys
 ):

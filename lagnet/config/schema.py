@@ -326,6 +326,16 @@ class IdentificationConfig(_Section):
         "and physical: M(q) positive definite); loss = on those last conditions alone",
         one_of(("every_coordinate", "loss")),
     )
+    baseline: str = option(
+        "given",
+        (str,),
+        "what the identified physics must be no worse than on every validation coordinate to be kept (accept: "
+        "every_coordinate): given = the start; least_squares = also the equation-error fit (method: "
+        "least_squares on the same recordings) wherever that fit is itself no worse than the start on every "
+        "coordinate, and it is then kept in place of a rejected fit: the result is never worse on validation "
+        "than a classical fit that beats the given values",
+        one_of(("given", "least_squares")),
+    )
     max_windows: int = option(
         1024, (int,), "training windows (evenly spread) the identification fits", positive
     )
@@ -1148,6 +1158,14 @@ def _check_consistency(config: Config, where: str) -> Config:
             f"{where}model.identification.anchor: first_stage holds the rollout fit to its first stage's "
             "equation-error fit: it needs method: solver and first_stage: least_squares, got method: "
             f"{ic.method}, first_stage: {ic.first_stage}"
+        )
+    if ic.baseline == "least_squares" and (
+        ic.method != "solver" or ic.accept != "every_coordinate"
+    ):
+        raise ConfigError(
+            f"{where}model.identification.baseline: least_squares judges the rollout fit against the "
+            "equation-error fit on every validation coordinate: it needs method: solver and accept: "
+            f"every_coordinate, got method: {ic.method}, accept: {ic.accept}"
         )
     for key in ("weights_q", "weights_qd"):
         weights = getattr(config.training, key)

@@ -211,6 +211,11 @@ def training_lines(metrics: dict) -> list[str]:
         )
         if ident.get("kept_start"):
             lines.append(f"- Identification{how} kept the starting physics: {ident['kept_start']}.")
+        if ident.get("kept_least_squares"):
+            lines.append(
+                f"- Identification{how} kept the equation-error least-squares fit in its place: "
+                f"{ident['kept_least_squares']}."
+            )
         at_bound = ident.get("at_bound") or []
         if at_bound:
             lines.append(

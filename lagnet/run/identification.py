@@ -80,7 +80,9 @@ def identify_physics(
 
     The identified physics replaces the start only if it is finite, no worse on the data it was fitted to,
     physical (M(q) ≻ 0 on a grid) and, with `validation` windows and `accept: every_coordinate`, no worse on
-    any validation coordinate at the windows' end; otherwise the start is kept, and the record says why.
+    any validation coordinate at the windows' end than the start (and, with `baseline: least_squares`, than
+    the equation-error fit, which is kept in its place when it is no worse than the start); otherwise the
+    start is kept, and the record says why.
     Every parameter that ends on a bound (least-squares friction start included) or collapses by orders of
     magnitude is warned about and listed."""
     ic = config.model.setting("identification")
@@ -110,11 +112,13 @@ def identify_physics(
         identified = load_tree(path, prior)
         record = {"method": ic.method, "resumed": True}
     else:
-        identified, record, start = _identify(
+        identified, record, start, rival = _identify(
             config, prior, integrator, trajs, loss, dtype, progress
         )
-        if validation is not None and record["kept_start"] is None:
-            identified = _validate(config, start, identified, integrator, loss, validation, record)
+        if validation is not None and (record["kept_start"] is None or rival is not None):
+            identified = _validate(
+                config, start, identified, rival, integrator, loss, validation, record
+            )
         record["friction_fit_at_bound"] = ls_hits or []
         _report(config, record, progress)
     record["physics"] = physics_summary(identified)
@@ -126,6 +130,12 @@ def _report(config, record: dict, progress: bool) -> None:
     """Say what the identification did: the start kept and why, or the fit; bound hits and collapses."""
     if record["kept_start"] is not None:
         _warn(config, f"identification kept the starting physics: {record['kept_start']}")
+    elif record.get("kept_least_squares") is not None:
+        _warn(
+            config,
+            "identification kept the equation-error least-squares fit (model.identification.baseline: "
+            f"least_squares): {record['kept_least_squares']}",
+        )
     elif progress:
         print(
             f"train {config.name}: identified physics: loss {record['loss_before']:.4g} → "
@@ -147,13 +157,14 @@ def collapse_message(c: dict, what: str) -> str:
 
 
 def _identify(config, prior, integrator, trajs, loss, dtype, progress):
-    """`identify` with the config's settings: the identified physics, its record and the start it is judged
-    against (the given physics, or with `anchor: first_stage` the equation-error fit it started from)."""
+    """`identify` with the config's settings: the identified physics, its record, the start it is judged
+    against (the given physics, or with `anchor: first_stage` the equation-error fit it started from) and,
+    with `baseline: least_squares`, the equation-error fit it must also beat (None otherwise)."""
     ic = config.model.setting("identification")
     if progress:
         print(f"train {config.name}: identifying the physics …", file=sys.stderr, flush=True)
     horizon = config.training.longest_horizon if ic.horizon == "training" else ic.horizon
-    start = prior
+    start, rival = prior, None
     try:
         if ic.method == "least_squares":
             result, horizon = _equation_error(config, prior, _samples(config, prior, trajs)), None
@@ -171,18 +182,19 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     f"{key} = {horizon} steps: {e}; the longest training recording has {longest} rows"
                 ) from None
             horizon = windows.k
+            least_squares = ic.first_stage == "least_squares" or ic.baseline == "least_squares"
             samples = (
                 _samples(config, prior, trajs)
-                if ic.first_stage == "least_squares" or ic.equation_error_weight > 0
+                if least_squares or ic.equation_error_weight > 0
                 else None
             )
-            staged = (
-                _equation_error(config, prior, samples)
-                if ic.first_stage == "least_squares"
-                else None
-            )
+            staged = _equation_error(config, prior, samples) if least_squares else None
             if staged is not None and ic.anchor == "first_stage":
                 start = staged.model
+            elif (
+                staged is not None and ic.baseline == "least_squares" and staged.kept_start is None
+            ):
+                rival = staged
             result = identify(
                 start,
                 integrator,
@@ -196,7 +208,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
                     else None
                 ),
                 prior_weight=ic.prior_weight,
-                first_stage=None if staged is None else staged.theta,
+                first_stage=staged.theta if ic.first_stage == "least_squares" else None,
                 equation_error=samples if ic.equation_error_weight > 0 else None,
                 equation_error_weight=ic.equation_error_weight,
             )
@@ -211,6 +223,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
         "equation_error_weight": ic.equation_error_weight,
         "data": ic.data,
         "anchor": ic.anchor,
+        "baseline": ic.baseline,
         "recordings": len(trajs),
         "loss_before": result.initial_loss,
         "loss": result.loss,
@@ -221,7 +234,7 @@ def _identify(config, prior, integrator, trajs, loss, dtype, progress):
         "at_bound": [] if kept else result.at_bound(),
         "collapsed": [] if kept else result.collapsed(),
     }
-    return result.model, record, start
+    return result.model, record, start, rival
 
 
 def _samples(config, prior, trajs):
@@ -248,27 +261,56 @@ def _equation_error(config, prior, samples):
     )
 
 
-def _validate(config, start, identified, integrator, loss, validation, record):
-    """The identified physics if it is no worse than the start on every validation coordinate (at the windows'
-    end; `accept: loss` skips this), else the start, with the reason in `record`."""
+def _validate(config, start, identified, rival, integrator, loss, validation, record):
+    """What is kept, judged at the validation windows' end (`accept: loss` skips the judging). The equation-error
+    fit `rival`, where there is one, counts only if it is no worse than the start on every coordinate; the
+    identified physics is kept if it is no worse on every coordinate than the start and than a rival that
+    counts; else that rival; else the start. The record says which and why."""
+    fitted = record["kept_start"] is None
     before = end_errors(start, integrator, loss, validation)
-    after = end_errors(identified, integrator, loss, validation)
-    record["validation_before"], record["validation_after"] = before.tolist(), after.tolist()
+    record["validation_before"] = before.tolist()
+    if fitted:
+        after = end_errors(identified, integrator, loss, validation)
+        record["validation_after"] = after.tolist()
     if config.model.setting("identification").accept != "every_coordinate":
         return identified
-    worse = [
-        f"{name} {b:.4g} → {a:.4g}"
-        for name, b, a in zip(start.state_names, before, after, strict=True)
-        if not a <= b * (1 + 1e-9)
-    ]
-    if not worse:
-        return identified
-    record["kept_start"] = (
-        "on the validation windows the identified physics is worse than the start at the end of the "
-        f"window on {', '.join(worse)} (model.identification.accept: every_coordinate)"
-    )
+    rivals, why = [("the start", before)], record["kept_start"]
+    if rival is not None:
+        rival_errors = end_errors(rival.model, integrator, loss, validation)
+        record["validation_least_squares"] = rival_errors.tolist()
+        rival_worse = _worse(start.state_names, before, rival_errors)
+        if rival_worse:
+            rival = None
+        else:
+            rivals.append(("the least-squares fit", rival_errors))
+    if fitted:
+        worse = [(what, _worse(start.state_names, errors, after)) for what, errors in rivals]
+        worse = [f"than {what} on {w}" for what, w in worse if w]
+        if not worse:
+            return identified
+        why = (
+            "on the validation windows the identified physics is worse at the end of the window "
+            f"{'; '.join(worse)} (model.identification.accept: every_coordinate)"
+        )
+    if rival is not None:
+        record["kept_least_squares"] = why
+        record["at_bound"], record["collapsed"] = rival.at_bound(), rival.collapsed()
+        record["loss"] = None
+        return rival.model
+    if "validation_least_squares" in record:
+        why += f"; the least-squares fit is worse than the start on {rival_worse}"
+    record["kept_start"] = why
     record["at_bound"], record["collapsed"], record["loss"] = [], [], record["loss_before"]
     return start
+
+
+def _worse(names, reference, errors) -> str:
+    """The coordinates where `errors` exceed `reference`, with both values ('' when none do)."""
+    return ", ".join(
+        f"{name} {b:.4g} → {a:.4g}"
+        for name, b, a in zip(names, reference, errors, strict=True)
+        if not a <= b * (1 + 1e-9)
+    )
 
 
 def save_identified(record, model, checkpoint_dir, given=None) -> None:

@@ -304,12 +304,13 @@ class ProjectedSwingUp:
 
 
 class StartWith:
-    """Two iLQR controllers: `first` for a run that begins within `near` of the task's start (hanging at rest)
-    until it enters the catch region (where its LQR holds), `then` for the rest and for every other run (after a
+    """Two iLQR controllers: `first` for a run that begins within `near` of the task's start (hanging at rest;
+    each state entry, or one bound per entry: read through noisy sensors, the velocities need a wider one) until
+    it enters the catch region (where its LQR holds), `then` for the rest and for every other run (after a
     push)."""
 
     def __init__(self, first, then, near=0.05):
-        self.first, self.then, self.near = first, then, float(near)
+        self.first, self.then, self.near = first, then, np.asarray(near, np.float32)
         self.start = np.asarray(then.task.start, np.float32)
         # What `StoredStart` reads of the iLQR controller it wraps: the second's. With a model's input history
         # both keep the commands given (`applied`), so either's `planned_state` plans from them.
@@ -345,11 +346,12 @@ class StartWith:
 class StoredStart:
     """An iLQR controller whose runs from the task's start (hanging at rest) follow a stored swing-up.
 
-    Built once: from the start, `starts` initial plans (a zero plan and small random ones) are each solved by the
-    controller's iLQR over `seconds` (a horizon long enough to see the top, which the controller's own horizon
-    from rest is not) for `iterations` iterations; the plan of least cost is stored with its states and the
-    iLQR's feedback gains along it. A run that begins within `near` of the start (each state entry) tracks it,
-    u_t + K_t (x − x_t) in the torque box, until it enters the controller's catch region (its LQR holds) or the
+    Built once: from the start, `starts` initial plans (a zero plan and random ones, each entry of standard
+    deviation `spread` times the input limit) are each solved by the controller's iLQR over `seconds` (a
+    horizon long enough to see the top, which the controller's own horizon from rest is not) for `iterations`
+    iterations; the plan of least cost is stored with its states and the iLQR's feedback gains along it. A run
+    that begins within `near` of the start (each state entry, or one bound per entry as in `StartWith`) tracks
+    it, u_t + K_t (x − x_t) in the torque box, until it enters the controller's catch region (its LQR holds) or the
     plan ends; then the controller takes over, cold-started. With `every_reset` every run (after each push)
     starts so, from its own first state, planned then (in the simulation's pause: seconds of computing)."""
 
@@ -361,6 +363,7 @@ class StoredStart:
         seconds=3.0,
         iterations=150,
         starts=8,
+        spread=0.3,
         near=0.05,
         every_reset=False,
         seed=0,
@@ -371,7 +374,7 @@ class StoredStart:
         from lagnet.control.ilqr import ILQR
 
         c = controller
-        self.controller, self.near = c, float(near)
+        self.controller, self.near = c, np.asarray(near, np.float32)
         self.start = np.asarray(c.task.start, np.float32)
         steps = int(round(seconds / period))
         solver = ILQR(
@@ -385,7 +388,7 @@ class StoredStart:
         rng = np.random.default_rng(seed)
         u_max = np.asarray(c.task.u_max, np.float32)
         plans = [np.zeros((steps, u_max.size), np.float32)] + [
-            (0.3 * u_max * rng.standard_normal((steps, u_max.size))).astype(np.float32)
+            (spread * u_max * rng.standard_normal((steps, u_max.size))).astype(np.float32)
             for _ in range(starts - 1)
         ]
         plans = jnp.asarray(np.stack(plans), c.dtype)
@@ -466,9 +469,10 @@ def make_controller(
     the task's chosen options, `ILQRController.for_task`; the
     options' "task" entry, if any, replaces fields of the task (e.g. {"r": [[0.1]]}), "r_scale" scales its
     input weight, "start_options" (the iLQR's) are options that replace the others for a run's start from rest
-    until the catch region (`StartWith`) and "stored_plan" (the iLQR's) wraps the controller in `StoredStart`
-    with those arguments; "estimator" (`KalmanFilter`'s noise arguments) puts the model's Kalman filter between
-    the sensors and the controller (`EstimatingController`); the rest go to the controller as they are."""
+    until the catch region (`StartWith`; "start_near" its `near`) and "stored_plan" (the iLQR's) wraps the
+    controller in `StoredStart` with those arguments; "estimator" (`KalmanFilter`'s noise arguments) puts the
+    model's Kalman filter between the sensors and the controller (`EstimatingController`); the rest go to the
+    controller as they are."""
     from lagnet.control import Dynamics, load
     from lagnet.integrators import RK4
 
@@ -489,10 +493,11 @@ def make_controller(
         stored = options.pop("stored_plan", None)
         estimator = options.pop("estimator", None)
         start = options.pop("start_options", None)
+        near = options.pop("start_near", 0.05)
         controller = ILQRController.for_task(dyn, task, period, **options)
         if start is not None:
             first = ILQRController.for_task(dyn, task, period, **(options | start))
-            controller = StartWith(first, controller)
+            controller = StartWith(first, controller, near)
         if stored is not None:
             controller = StoredStart(controller, period, **stored)
         if estimator is not None:

@@ -70,3 +70,13 @@ def test_start_with_uses_its_first_controller_from_rest_until_the_top(realaigym)
     # After a push, the second alone.
     both.reset(np.array([1.0, 0.5, 2.0, 0.0], np.float32))
     assert not both._first
+    # Read through noisy sensors, rest shows velocities of ~0.1 rad/s: beyond the default bound of 0.05, within
+    # a per-entry bound that is wider on the velocities.
+    noisy = start + np.array([0.0, 0.0, 0.2, -0.2], np.float32)
+    both.reset(noisy)
+    assert not both._first
+    wide = realaigym.StartWith(first, then, [0.05, 0.05, 0.5, 0.5])
+    wide.reset(noisy)
+    assert wide._first
+    wide.reset(np.array([1.0, 0.5, 0.0, 0.0], np.float32))
+    assert not wide._first

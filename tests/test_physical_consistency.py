@@ -329,12 +329,8 @@ def test_the_equation_error_joins_the_rollout_fit_with_its_stated_weight(windows
     assert min(truth, ee) < coulomb(moderate) < max(truth, ee)
 
 
-def test_a_fit_anchored_to_its_first_stage_is_never_worse_than_the_classical_fit(
-    pendulum_csv, tmp_path, monkeypatch
-):
-    """`anchor: first_stage`: the rollout fit starts from the equation-error fit and is judged against it. A fit
-    forced far off (every coefficient ×4) is worse on the validation recording than that first stage, so the run
-    keeps the least-squares fit, not the given values; the anchor needs `first_stage: least_squares`."""
+def _move_the_rollout_fit(monkeypatch, factor: float) -> None:
+    """Make the run's rollout fit end at `factor` times the values it finds (a fit gone wrong)."""
     import dataclasses
 
     from lagnet.run import identification as stage
@@ -342,14 +338,23 @@ def test_a_fit_anchored_to_its_first_stage_is_never_worse_than_the_classical_fit
 
     real = stage.identify
 
-    def far_off(start, *args, **kwargs):
+    def moved(start, *args, **kwargs):
         result = real(start, *args, **kwargs)
-        theta = 4.0 * np.asarray(result.theta)
+        theta = factor * np.asarray(result.theta)
         return dataclasses.replace(
             result, model=with_physical_vector(start, jnp.asarray(theta)), theta=theta
         )
 
-    monkeypatch.setattr(stage, "identify", far_off)
+    monkeypatch.setattr(stage, "identify", moved)
+
+
+def test_a_fit_anchored_to_its_first_stage_is_never_worse_than_the_classical_fit(
+    pendulum_csv, tmp_path, monkeypatch
+):
+    """`anchor: first_stage`: the rollout fit starts from the equation-error fit and is judged against it. A fit
+    forced far off (every coefficient ×4) is worse on the validation recording than that first stage, so the run
+    keeps the least-squares fit, not the given values; the anchor needs `first_stage: least_squares`."""
+    _move_the_rollout_fit(monkeypatch, 4.0)
     other = write_pendulum_csv(tmp_path / "other.csv", steps=300, hold=20, scale=1.2, seed=3)
     given = {"coulomb": {"theta": 0.05}, "viscous": {"theta": 0.6}}
     identification = {"first_stage": "least_squares", "anchor": "first_stage"}
@@ -372,21 +377,7 @@ def test_a_fit_held_to_the_least_squares_baseline_never_loses_to_the_classical_f
     (viscous 0.6, far from the data's 0.1), so with the default baseline it is kept; it is worse than the
     equation-error fit on the validation recording, so with `baseline: least_squares` that fit is kept in its
     place. The option needs method: solver and accept: every_coordinate."""
-    import dataclasses
-
-    from lagnet.run import identification as stage
-    from lagnet.train.identify import with_physical_vector
-
-    real = stage.identify
-
-    def off(start, *args, **kwargs):
-        result = real(start, *args, **kwargs)
-        theta = 2.0 * np.asarray(result.theta)
-        return dataclasses.replace(
-            result, model=with_physical_vector(start, jnp.asarray(theta)), theta=theta
-        )
-
-    monkeypatch.setattr(stage, "identify", off)
+    _move_the_rollout_fit(monkeypatch, 2.0)
     other = write_pendulum_csv(tmp_path / "other.csv", steps=300, hold=20, scale=1.2, seed=3)
     given = {"coulomb": {"theta": 0.05}, "viscous": {"theta": 0.6}}
     viscous = {}

@@ -303,14 +303,19 @@ class ProjectedSwingUp:
         return u
 
 
+def at_start(x0, start, near) -> bool:
+    """Whether a run's first reading `x0` is within `near` of the task's start, on each state entry (`near` a
+    number, or one bound per entry: read through noisy sensors, the velocities need a wider one)."""
+    return bool(np.all(np.abs(np.asarray(x0, np.float32) - start) <= np.asarray(near, np.float32)))
+
+
 class StartWith:
     """Two iLQR controllers: `first` for a run that begins within `near` of the task's start (hanging at rest;
-    each state entry, or one bound per entry: read through noisy sensors, the velocities need a wider one) until
-    it enters the catch region (where its LQR holds), `then` for the rest and for every other run (after a
-    push)."""
+    `at_start`) until it enters the catch region (where its LQR holds), `then` for the rest and for every other
+    run (after a push)."""
 
     def __init__(self, first, then, near=0.05):
-        self.first, self.then, self.near = first, then, np.asarray(near, np.float32)
+        self.first, self.then, self.near = first, then, near
         self.start = np.asarray(then.task.start, np.float32)
         # What `StoredStart` reads of the iLQR controller it wraps: the second's. With a model's input history
         # both keep the commands given (`applied`), so either's `planned_state` plans from them.
@@ -327,7 +332,7 @@ class StartWith:
     def reset(self, x0) -> None:
         self.first.reset(x0)
         self.then.reset(x0)
-        self._first = bool(np.all(np.abs(np.asarray(x0, np.float32) - self.start) <= self.near))
+        self._first = at_start(x0, self.start, self.near)
 
     def __call__(self, x, t: float):
         if self._first:
@@ -350,10 +355,10 @@ class StoredStart:
     deviation `spread` times the input limit) are each solved by the controller's iLQR over `seconds` (a
     horizon long enough to see the top, which the controller's own horizon from rest is not) for `iterations`
     iterations; the plan of least cost is stored with its states and the iLQR's feedback gains along it. A run
-    that begins within `near` of the start (each state entry, or one bound per entry as in `StartWith`) tracks
-    it, u_t + K_t (x − x_t) in the torque box, until it enters the controller's catch region (its LQR holds) or the
-    plan ends; then the controller takes over, cold-started. With `every_reset` every run (after each push)
-    starts so, from its own first state, planned then (in the simulation's pause: seconds of computing)."""
+    that begins within `near` of the start (`at_start`) tracks it, u_t + K_t (x − x_t) in the torque box, until
+    it enters the controller's catch region (its LQR holds) or the plan ends; then the controller takes over,
+    cold-started. With `every_reset` every run (after each push) starts so, from its own first state, planned
+    then (in the simulation's pause: seconds of computing)."""
 
     def __init__(
         self,
@@ -374,7 +379,7 @@ class StoredStart:
         from lagnet.control.ilqr import ILQR
 
         c = controller
-        self.controller, self.near = c, np.asarray(near, np.float32)
+        self.controller, self.near = c, near
         self.start = np.asarray(c.task.start, np.float32)
         steps = int(round(seconds / period))
         solver = ILQR(
@@ -417,7 +422,7 @@ class StoredStart:
     def reset(self, x0) -> None:
         self.controller.reset(x0)
         x0 = np.asarray(x0, np.float32)
-        if np.all(np.abs(x0 - self.start) <= self.near):
+        if at_start(x0, self.start, self.near):
             self.us, self.xs, self.gains = self.stored
             self._k = 0
         elif self.every_reset:

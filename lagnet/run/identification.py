@@ -274,7 +274,7 @@ def _validate(config, start, identified, rival, integrator, loss, validation, re
         record["validation_after"] = after.tolist()
     if config.model.setting("identification").accept != "every_coordinate":
         return identified
-    rivals, why = [("the start", before)], record["kept_start"]
+    rivals, why, rival_worse = [("the start", before)], record["kept_start"], ""
     if rival is not None:
         rival_errors = end_errors(rival.model, integrator, loss, validation)
         record["validation_least_squares"] = rival_errors.tolist()
@@ -297,7 +297,7 @@ def _validate(config, start, identified, rival, integrator, loss, validation, re
         record["at_bound"], record["collapsed"] = rival.at_bound(), rival.collapsed()
         record["loss"] = None
         return rival.model
-    if "validation_least_squares" in record:
+    if rival_worse:
         why += f"; the least-squares fit is worse than the start on {rival_worse}"
     record["kept_start"] = why
     record["at_bound"], record["collapsed"], record["loss"] = [], [], record["loss_before"]
